@@ -1,0 +1,63 @@
+"""The bug-fix task suite: each task is a small buggy project, a failing test and its gold fix."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from pydantic import BaseModel, Field, field_validator
+
+TASKS_DIR = Path(__file__).parent / "tasks"
+
+
+class TaskSpec(BaseModel):
+    """Metadata of one task, read from `evals/tasks/<id>/task.json`."""
+
+    id: str = Field(pattern=r"^[a-z0-9][a-z0-9_-]*$")
+    description: str = Field(min_length=10, description="The bug as a user would report it.")
+    test_command: str = "python -m pytest -q"
+    failing_tests: list[str] = Field(min_length=1, description="pytest ids that fail before the gold fix.")
+    gold_patch: str = "gold.diff"
+    tags: list[str] = Field(default_factory=list, description="bug kind: off-by-one, wrong-operator, ...")
+
+    model_config = {"extra": "forbid"}
+
+    @field_validator("description")
+    @classmethod
+    def _strip(cls, value: str) -> str:
+        return value.strip()
+
+
+class Task(BaseModel):
+    spec: TaskSpec
+    root: Path
+
+    @property
+    def id(self) -> str:
+        return self.spec.id
+
+    @property
+    def repo_dir(self) -> Path:
+        return self.root / "repo"
+
+    @property
+    def gold_diff(self) -> str:
+        return (self.root / self.spec.gold_patch).read_text()
+
+
+def load_task(task_dir: Path) -> Task:
+    spec = TaskSpec.model_validate(json.loads((task_dir / "task.json").read_text()))
+    if spec.id != task_dir.name:
+        raise ValueError(f"{task_dir}: task id {spec.id!r} does not match its directory name")
+    return Task(spec=spec, root=task_dir)
+
+
+def load_tasks(tasks_dir: Path = TASKS_DIR, ids: list[str] | None = None) -> list[Task]:
+    """All tasks in `tasks_dir`, sorted by id; `ids` selects (and orders) a subset."""
+    tasks = {d.name: load_task(d) for d in sorted(tasks_dir.iterdir()) if (d / "task.json").is_file()}
+    if ids is None:
+        return list(tasks.values())
+    missing = [i for i in ids if i not in tasks]
+    if missing:
+        raise ValueError(f"unknown task ids {missing}; known: {sorted(tasks)}")
+    return [tasks[i] for i in ids]
