@@ -1,0 +1,49 @@
+"""`deltaserve` command line: one module per subcommand, each exposing `register(subparsers)`.
+
+A subcommand module adds its parser and sets `func=` to a callable taking the parsed args and returning
+an exit code. Modules are imported lazily by name so a broken optional part cannot break `--help`.
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import sys
+
+# Subcommand modules under harness.cli, in the order `--help` lists them.
+COMMANDS = ["fix", "serve", "eval", "bench", "demo", "mcp"]
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="deltaserve",
+        description="Make coding agents decode less: a prefix-caching local engine and an edit-by-diff agent "
+        "harness that reports prefill and decode tokens saved at every step.",
+    )
+    subparsers = parser.add_subparsers(dest="command", metavar="COMMAND")
+    for name in COMMANDS:
+        try:
+            module = importlib.import_module(f"harness.cli.{name}")
+        except ModuleNotFoundError as exc:
+            if exc.name != f"harness.cli.{name}":
+                raise
+            continue  # not built yet
+        module.register(subparsers)
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    if not getattr(args, "func", None):
+        parser.print_help()
+        return 2
+    try:
+        return int(args.func(args) or 0)
+    except KeyboardInterrupt:
+        print("interrupted", file=sys.stderr)
+        return 130
+
+
+if __name__ == "__main__":
+    sys.exit(main())
