@@ -1,0 +1,358 @@
+"""Markdown tables and PNG plots from eval result rows (see evals/results.py); `write_report` does both.
+
+Everything here is a pure function of the rows, so `deltaserve eval report RESULTS.jsonl` rebuilds
+exactly what the eval run wrote.
+"""
+
+from __future__ import annotations
+
+import statistics
+from collections import defaultdict
+from pathlib import Path
+
+from evals.results import load_rows, rows_of
+
+FORMATS = ("whole", "udiff", "search_replace")
+
+
+def _median(values) -> float | None:
+    values = [v for v in values if v is not None]
+    return statistics.median(values) if values else None
+
+
+def _fmt(value, digits: int = 2) -> str:
+    if value is None:
+        return "-"
+    if isinstance(value, bool):
+        return "yes" if value else "no"
+    if isinstance(value, int):
+        return f"{value:,}"
+    return f"{value:.{digits}f}"
+
+
+def _md_table(header: list[str], body: list[list[str]]) -> str:
+    lines = ["| " + " | ".join(header) + " |", "|" + "|".join("---" for _ in header) + "|"]
+    lines += ["| " + " | ".join(row) + " |" for row in body]
+    return "\n".join(lines)
+
+
+def _ratio(a, b) -> float | None:
+    return a / b if a is not None and b else None
+
+
+# ---------------------------------------------------------------- decode cost
+
+
+def full_decode_s(row: dict) -> float:
+    """Decode seconds for the whole gold reply; a capped (truncated) forced decode is scaled up linearly."""
+    if row.get("capped") and row["completion_tokens"]:
+        return row["decode_s"] * row["reply_tokens"] / row["completion_tokens"]
+    return row["decode_s"]
+
+
+def decode_by_task(rows: list[dict]) -> dict[str, dict[str, dict]]:
+    """task -> format -> row (the last row wins, so a rerun appended to the same file replaces)."""
+    table: dict[str, dict[str, dict]] = defaultdict(dict)
+    for row in rows_of(rows, "decode_cost"):
+        table[row["task"]][row["format"]] = row
+    return dict(table)
+
+
+def decode_summary(rows: list[dict]) -> dict:
+    """Medians across tasks of per-task ratios, and of predicted vs measured decode seconds."""
+    by_task = decode_by_task(rows)
+    summary: dict = {"tasks": len(by_task)}
+    for other in ("udiff", "search_replace"):
+        tok, sec = [], []
+        for fmts in by_task.values():
+            if "whole" in fmts and other in fmts:
+                tok.append(_ratio(fmts["whole"]["reply_tokens"], fmts[other]["reply_tokens"]))
+                sec.append(_ratio(full_decode_s(fmts["whole"]), full_decode_s(fmts[other])))
+        summary[f"whole/{other} decode tokens"] = _median(tok)
+        summary[f"whole/{other} decode seconds"] = _median(sec)
+    pred = [
+        _ratio(r["predicted_decode_s"], r["decode_s"])
+        for r in rows_of(rows, "decode_cost")
+        if r.get("predicted_decode_s") is not None
+    ]
+    summary["predicted/measured decode seconds"] = _median(pred)
+    summary["capped rows"] = sum(1 for r in rows_of(rows, "decode_cost") if r.get("capped"))
+    summary.update(replay_summary(rows))
+    return summary
+
+
+def decode_table(rows: list[dict]) -> str:
+    by_task = decode_by_task(rows)
+    fmts = [f for f in FORMATS if any(f in v for v in by_task.values())]
+    header = ["task", "file lines", "prompt"]
+    for f in fmts:
+        header += [f"{f} tok", f"{f} passes", f"{f} decode s"]
+    header += ["whole/udiff tok", "whole/sr tok", "whole/udiff s", "whole/sr s"]
+    body = []
+    ordered = sorted(by_task.items(), key=lambda kv: (next(iter(kv[1].values()))["edited_file_lines"], kv[0]))
+    cols: dict[str, list] = defaultdict(list)
+    for task, per in ordered:
+        any_row = next(iter(per.values()))
+        line = [task, _fmt(any_row["edited_file_lines"]), _fmt(any_row["prompt_tokens"])]
+        cols["file lines"].append(any_row["edited_file_lines"])
+        cols["prompt"].append(any_row["prompt_tokens"])
+        for f in fmts:
+            r = per.get(f)
+            if r is None:
+                line += ["-", "-", "-"]
+                continue
+            star = "*" if r.get("capped") else ""
+            line += [_fmt(r["reply_tokens"]) + star, _fmt(r["decode_passes"]) + star, _fmt(full_decode_s(r)) + star]
+            cols[f"{f} tok"].append(r["reply_tokens"])
+            cols[f"{f} passes"].append(r["decode_passes"])
+            cols[f"{f} decode s"].append(full_decode_s(r))
+        whole = per.get("whole")
+        for key, other, fn in (
+            ("whole/udiff tok", "udiff", lambda r: r["reply_tokens"]),
+            ("whole/sr tok", "search_replace", lambda r: r["reply_tokens"]),
+            ("whole/udiff s", "udiff", full_decode_s),
+            ("whole/sr s", "search_replace", full_decode_s),
+        ):
+            value = _ratio(fn(whole), fn(per[other])) if whole and other in per else None
+            cols[key].append(value)
+            line.append(_fmt(value, 1))
+        body.append(line)
+    medians = ["**median**"] + [
+        _fmt(_median(cols[h]), 1 if "/" in h else 2) if cols[h] else "-" for h in header[1:]
+    ]
+    body.append(medians)
+    text = _md_table(header, body)
+    if any(r.get("capped") for r in rows_of(rows, "decode_cost")):
+        text += (
+            "\n\n`*` capped: the reply did not fit the model's context (or the --max-reply-tokens cap), so only its "
+            "first tokens were force-decoded; tokens are the full reply's count (exact, from the tokenizer) "
+            "and seconds are scaled up linearly from the decoded part. Passes are those actually run."
+        )
+    return text
+
+
+def crosscheck_table(rows: list[dict]) -> str:
+    """Predicted decode seconds (tokens x measured free-running s/token) vs teacher-forced seconds."""
+    per_format: dict[str, list[dict]] = defaultdict(list)
+    for r in rows_of(rows, "decode_cost"):
+        if r.get("predicted_decode_s") is not None:
+            per_format[r["format"]].append(r)
+    body = []
+    for f in [f for f in FORMATS if f in per_format]:
+        rs = per_format[f]
+        body.append(
+            [
+                f,
+                str(len(rs)),
+                _fmt(_median(r["s_per_token"] * 1000 for r in rs)),
+                _fmt(sum(r["predicted_decode_s"] for r in rs)),
+                _fmt(sum(r["decode_s"] for r in rs)),
+                _fmt(_median(_ratio(r["predicted_decode_s"], r["decode_s"]) for r in rs)),
+            ]
+        )
+    header = ["format", "rows", "median ms/token (free run)", "predicted s", "forced s", "median predicted/forced"]
+    return _md_table(header, body)
+
+
+# ---------------------------------------------------------------- multi-step replay
+
+
+def replay_summary(rows: list[dict]) -> dict:
+    """Prefill fraction served from cache with the prefix cache on, over all steps and over steps 2+."""
+    on = [r for r in rows_of(rows, "replay") if r["cache"] == "on"]
+    off = [r for r in rows_of(rows, "replay") if r["cache"] == "off"]
+    if not on:
+        return {}
+    later = [r for r in on if r["step"] > 1]
+    out = {
+        "replay prefill from cache (all steps)": sum(r["cached_tokens"] for r in on)
+        / max(1, sum(r["prompt_tokens"] for r in on)),
+        "replay prefill from cache (steps 2+)": sum(r["cached_tokens"] for r in later)
+        / max(1, sum(r["prompt_tokens"] for r in later)),
+    }
+    if off:
+        out["replay ttft off/on (steps 2+)"] = _ratio(
+            sum(r["ttft_s"] for r in off if r["step"] > 1), sum(r["ttft_s"] for r in later)
+        )
+    return out
+
+
+def replay_table(rows: list[dict]) -> str:
+    by_task: dict[str, dict[tuple, dict]] = defaultdict(dict)
+    for r in rows_of(rows, "replay"):
+        by_task[r["task"]][(r["cache"], r["step"])] = r
+    header = ["task", "step", "prompt", "cached (on)", "from cache", "TTFT on s", "TTFT off s"]
+    body = []
+    for task in sorted(by_task):
+        steps = sorted({step for _, step in by_task[task]})
+        for step in steps:
+            on, off = by_task[task].get(("on", step)), by_task[task].get(("off", step))
+            ref = on or off
+            body.append(
+                [
+                    task,
+                    str(step),
+                    _fmt(ref["prompt_tokens"]),
+                    _fmt(on["cached_tokens"]) if on else "-",
+                    f"{on['cached_tokens'] / max(1, on['prompt_tokens']):.0%}" if on else "-",
+                    _fmt(on["ttft_s"]) if on else "-",
+                    _fmt(off["ttft_s"]) if off else "-",
+                ]
+            )
+    return _md_table(header, body)
+
+
+# ---------------------------------------------------------------- agent runs
+
+
+def agent_summary_rows(rows: list[dict]) -> list[dict]:
+    groups: dict[tuple, list[dict]] = defaultdict(list)
+    for r in rows_of(rows, "agent"):
+        groups[(r["model"], r["format"])].append(r)
+    out = []
+    for (model, fmt), rs in sorted(groups.items()):
+        out.append(
+            {
+                "model": model,
+                "format": fmt,
+                "runs": len(rs),
+                "solved": sum(1 for r in rs if r["solved"]),
+                "mean steps": statistics.mean(r["steps"] for r in rs),
+                "prompt tokens": sum(r["prompt_tokens"] for r in rs),
+                "cached tokens": sum(r["cached_tokens"] or 0 for r in rs),
+                "completion tokens": sum(r["completion_tokens"] for r in rs),
+                "decode saved": sum(r["decode_saved"] for r in rs),
+                "wall s": sum(r["wall_s"] for r in rs),
+            }
+        )
+    return out
+
+
+def agent_table(rows: list[dict]) -> str:
+    summary = agent_summary_rows(rows)
+    if not summary:
+        return ""
+    header = list(summary[0])
+    body = [[_fmt(v, 1) if not isinstance(v, str) else v for v in s.values()] for s in summary]
+    per_run = _md_table(
+        ["task", "model", "format", "solved", "steps", "prompt", "cached", "completion", "decode saved", "wall s", "error"],
+        [
+            [
+                r["task"], r["model"], r["format"], _fmt(bool(r["solved"])), str(r["steps"]), _fmt(r["prompt_tokens"]),
+                _fmt(r["cached_tokens"]), _fmt(r["completion_tokens"]), _fmt(r["decode_saved"]), _fmt(r["wall_s"], 1),
+                (r.get("error") or "")[:80],
+            ]
+            for r in sorted(rows_of(rows, "agent"), key=lambda r: (r["task"], r["model"], r["format"]))
+        ],
+    )
+    return _md_table(header, body) + "\n\n### Runs\n\n" + per_run
+
+
+# ---------------------------------------------------------------- plots
+
+
+def _plt():
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    return plt
+
+
+def plot_decode_tokens(rows: list[dict], path: Path) -> Path:
+    plt = _plt()
+    fig, ax = plt.subplots(figsize=(7, 4.5))
+    for f in FORMATS:
+        rs = sorted((r for r in rows_of(rows, "decode_cost") if r["format"] == f), key=lambda r: r["edited_file_lines"])
+        if rs:
+            ax.plot([r["edited_file_lines"] for r in rs], [r["reply_tokens"] for r in rs], "o-", label=f)
+    ax.set_xscale("log")
+    ax.set_yscale("log")
+    ax.set_xlabel("edited file size (lines)")
+    ax.set_ylabel("decode tokens of the gold reply")
+    ax.set_title("Decode tokens per edit format")
+    ax.grid(True, which="both", alpha=0.3)
+    ax.legend()
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
+    return path
+
+
+def plot_decode_seconds(rows: list[dict], path: Path) -> Path:
+    plt = _plt()
+    fig, ax = plt.subplots(figsize=(7, 4.5))
+    for f in FORMATS:
+        rs = sorted((r for r in rows_of(rows, "decode_cost") if r["format"] == f), key=lambda r: r["edited_file_lines"])
+        if rs:
+            ax.plot([r["edited_file_lines"] for r in rs], [full_decode_s(r) for r in rs], "o-", label=f)
+    ax.set_xscale("log")
+    ax.set_yscale("log")
+    ax.set_xlabel("edited file size (lines)")
+    ax.set_ylabel("decode seconds (teacher-forced)")
+    ax.set_title("Decode seconds per edit format")
+    ax.grid(True, which="both", alpha=0.3)
+    ax.legend()
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
+    return path
+
+
+def plot_agent(rows: list[dict], path: Path) -> Path:
+    plt = _plt()
+    summary = agent_summary_rows(rows)
+    labels = [f"{s['model']}\n{s['format']}" for s in summary]
+    fig, (ax1, ax2) = plt.subplots(1, 2, figsize=(10, 4.5))
+    ax1.bar(labels, [s["solved"] / s["runs"] for s in summary])
+    ax1.set_ylim(0, 1)
+    ax1.set_ylabel("solved rate")
+    ax2.bar(labels, [s["completion tokens"] for s in summary], label="completion tokens")
+    ax2.bar(labels, [s["decode saved"] for s in summary], alpha=0.6, label="decode saved vs whole")
+    ax2.set_ylabel("tokens (sum over runs)")
+    ax2.legend()
+    for ax in (ax1, ax2):
+        ax.tick_params(axis="x", labelsize=7)
+    fig.suptitle("Agent eval")
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
+    return path
+
+
+# ---------------------------------------------------------------- everything
+
+
+def render_markdown(rows: list[dict]) -> str:
+    parts = ["# deltaserve eval report", ""]
+    if rows_of(rows, "decode_cost") or rows_of(rows, "replay"):
+        summary = decode_summary(rows)
+        parts += ["## Summary", "", _md_table(["metric", "value"], [[k, _fmt(v)] for k, v in summary.items()]), ""]
+    if rows_of(rows, "decode_cost"):
+        parts += ["## Decode cost per task (teacher-forced gold replies)", "", decode_table(rows), ""]
+        parts += ["## Cross-check: predicted vs forced decode seconds", "", crosscheck_table(rows), ""]
+    if rows_of(rows, "replay"):
+        parts += ["## Multi-step replay: prefill served from the prefix cache", "", replay_table(rows), ""]
+    if rows_of(rows, "agent"):
+        parts += ["## Agent runs", "", agent_table(rows), ""]
+    return "\n".join(parts)
+
+
+def write_report(rows: list[dict], out_dir: Path) -> dict[str, Path]:
+    """Write report.md and the plots the rows support; returns name -> path."""
+    out_dir = Path(out_dir)
+    out_dir.mkdir(parents=True, exist_ok=True)
+    paths = {"report": out_dir / "report.md"}
+    paths["report"].write_text(render_markdown(rows), encoding="utf-8")
+    if rows_of(rows, "decode_cost"):
+        paths["decode_tokens_plot"] = plot_decode_tokens(rows, out_dir / "decode_tokens.png")
+        paths["decode_seconds_plot"] = plot_decode_seconds(rows, out_dir / "decode_seconds.png")
+    if rows_of(rows, "agent"):
+        paths["agent_plot"] = plot_agent(rows, out_dir / "agent.png")
+    return paths
+
+
+def report_from_file(results: Path, out_dir: Path | None = None) -> dict[str, Path]:
+    results = Path(results)
+    return write_report(load_rows(results), out_dir or results.parent)

@@ -1,0 +1,81 @@
+"""Report math on hand-made rows (ratios, capping, replay fractions) and the CLI rebuild from JSONL."""
+
+import json
+
+import pytest
+
+from evals.report import decode_summary, full_decode_s, render_markdown, write_report
+from evals.results import append_row, load_rows
+from harness.cli import main
+
+
+def _dc(task, fmt, lines, reply, done, decode_s, capped=False):
+    return {
+        "kind": "decode_cost", "task": task, "format": fmt, "edited_file_lines": lines, "prompt_tokens": 500,
+        "cached_tokens": 0, "reply_tokens": reply, "completion_tokens": done, "capped": capped,
+        "decode_passes": done, "accepted_draft_tokens": 0, "ttft_s": 1.0, "decode_s": decode_s,
+        "s_per_token": 0.01, "predicted_decode_s": done * 0.01,
+    }
+
+
+ROWS = [
+    _dc("t1", "whole", 20, 200, 200, 2.0), _dc("t1", "udiff", 20, 50, 50, 0.5), _dc("t1", "search_replace", 20, 40, 40, 0.4),
+    # t2's whole reply was capped at 100 of 1000 tokens: seconds scale by 10
+    _dc("t2", "whole", 900, 1000, 100, 1.5, capped=True), _dc("t2", "udiff", 900, 50, 50, 0.5),
+    _dc("t2", "search_replace", 900, 25, 25, 0.25),
+    {"kind": "replay", "task": "t1", "step": 1, "cache": "on", "prompt_tokens": 100, "cached_tokens": 0, "ttft_s": 1.0},
+    {"kind": "replay", "task": "t1", "step": 2, "cache": "on", "prompt_tokens": 200, "cached_tokens": 150, "ttft_s": 0.5},
+    {"kind": "replay", "task": "t1", "step": 2, "cache": "off", "prompt_tokens": 200, "cached_tokens": 0, "ttft_s": 2.0},
+]
+
+
+def test_capped_seconds_scale_with_the_full_reply():
+    assert full_decode_s(ROWS[3]) == pytest.approx(15.0)
+    assert full_decode_s(ROWS[0]) == 2.0
+
+
+def test_summary_medians_of_per_task_ratios():
+    s = decode_summary(ROWS)
+    # tokens: t1 200/50=4, t2 1000/50=20 -> median 12; search_replace: 5 and 40 -> 22.5
+    assert s["whole/udiff decode tokens"] == pytest.approx(12.0)
+    assert s["whole/search_replace decode tokens"] == pytest.approx(22.5)
+    # seconds: t1 2/0.5=4, t2 15/0.5=30 -> 17
+    assert s["whole/udiff decode seconds"] == pytest.approx(17.0)
+    assert s["capped rows"] == 1
+    assert s["replay prefill from cache (all steps)"] == pytest.approx(150 / 300)
+    assert s["replay prefill from cache (steps 2+)"] == pytest.approx(150 / 200)
+    assert s["replay ttft off/on (steps 2+)"] == pytest.approx(4.0)
+
+
+def test_markdown_marks_capped_rows():
+    text = render_markdown(ROWS)
+    assert "1,000*" in text and "capped" in text
+    assert "| **median** |" in text
+
+
+def test_load_rows_skips_a_torn_last_line_but_not_a_bad_middle_one(tmp_path):
+    path = tmp_path / "r.jsonl"
+    for row in ROWS[:2]:
+        append_row(path, row)
+    with path.open("a") as fh:
+        fh.write('{"kind": "decode_co')
+    assert len(load_rows(path)) == 2
+    path.write_text('{"kind": "x"}\nnot json\n{"kind": "y"}\n')
+    with pytest.raises(ValueError, match=":2:"):
+        load_rows(path)
+
+
+def test_cli_report_rebuilds_tables_and_plots(tmp_path, capsys):
+    results = tmp_path / "results.jsonl"
+    results.write_text("".join(json.dumps(r) + "\n" for r in ROWS))
+    first = write_report(load_rows(results), tmp_path / "a")
+    assert main(["eval", "report", str(results), "--out", str(tmp_path / "b")]) == 0
+    assert (tmp_path / "b" / "report.md").read_text() == first["report"].read_text()
+    for name in ("decode_tokens.png", "decode_seconds.png"):
+        assert (tmp_path / "b" / name).read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    assert "whole/udiff" in capsys.readouterr().out
+
+
+def test_cli_report_missing_file_is_a_clear_error(tmp_path, capsys):
+    assert main(["eval", "report", str(tmp_path / "nope.jsonl")]) == 1
+    assert "no results file" in capsys.readouterr().err
