@@ -1,0 +1,3 @@
+from .lru import CacheStats, LRUCache, memoize
+
+__all__ = ["CacheStats", "LRUCache", "memoize"]

@@ -1,0 +1,3 @@
+from .summary import mean, median, spread
+
+__all__ = ["mean", "median", "spread"]
