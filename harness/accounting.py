@@ -1,0 +1,241 @@
+"""Per-step and per-run accounting of prefill and decode tokens saved (DESIGN.md, "The savings, exactly").
+
+Inputs are measurements (what the provider or engine reported, tokens counted with the model's own
+tokenizer); the savings are computed fields, so a report cannot carry numbers that disagree with them.
+None means "the provider did not say" and is shown as "unknown" (never silently 0).
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterable
+from pathlib import Path
+
+from pydantic import BaseModel, computed_field
+
+
+class ApplyOutcome(BaseModel):
+    ok: bool
+    files_changed: list[str] = []
+    strategies: list[str] = []  # per hunk: exact, whitespace, fuzzy, ... (tools.patch)
+    error: str | None = None  # the PatchError message the model was shown
+    dry_run: bool = False
+
+
+class TestOutcome(BaseModel):
+    __test__ = False  # not a pytest class
+
+    ok: bool
+    exit_code: int | None = None
+    passed: int = 0
+    failed: int = 0
+    errors: int = 0
+    failing_tests: list[str] = []
+    duration_s: float = 0.0
+    timed_out: bool = False
+
+    @classmethod
+    def from_result(cls, result) -> TestOutcome:
+        """From a tools.tests.TestResult."""
+        return cls(ok=result.ok, exit_code=result.exit_code, passed=result.passed, failed=result.failed,
+                   errors=result.errors, failing_tests=list(result.failing_tests),
+                   duration_s=result.duration_s, timed_out=result.timed_out)
+
+
+def _sum(values: Iterable[int | float | None]) -> int | float | None:
+    """Sum, or None when any term is unknown (a total over unknowns is unknown)."""
+    total = 0
+    for value in values:
+        if value is None:
+            return None
+        total += value
+    return total
+
+
+class StepReport(BaseModel):
+    step: int
+    action: str  # edit | view | grep | none
+    outcome: str = ""  # one short phrase for the table: "tests pass", "apply failed", ...
+    model: str = ""
+    edit_format: str = ""
+
+    prompt_tokens: int
+    cached_tokens: int | None  # None: the provider did not report it
+    completion_tokens: int
+    whole_file_tokens: int = 0  # tokens of the `whole` reply carrying the same edits; 0 without edits
+    decode_passes: int | None = None
+    accepted_draft_tokens: int | None = None
+    rejected_draft_tokens: int | None = None
+    ttft_s: float | None = None
+    decode_s: float | None = None
+    # this run's measured costs (see measured_rates), used for est_seconds_saved
+    prefill_s_per_token: float | None = None
+    decode_s_per_token: float | None = None
+
+    apply: ApplyOutcome | None = None
+    tests: TestOutcome | None = None
+    reply: str = ""
+
+    @computed_field
+    @property
+    def prefill_saved(self) -> int | None:
+        return self.cached_tokens
+
+    @computed_field
+    @property
+    def prefill_computed(self) -> int | None:
+        return None if self.cached_tokens is None else self.prompt_tokens - self.cached_tokens
+
+    @computed_field
+    @property
+    def decode_saved(self) -> int:
+        return self.whole_file_tokens - self.completion_tokens  # negative when the edit cost more than `whole`
+
+    @computed_field
+    @property
+    def est_seconds_saved(self) -> float | None:
+        return estimate_seconds_saved(self.prefill_saved, self.decode_saved,
+                                      self.prefill_s_per_token, self.decode_s_per_token)
+
+
+def estimate_seconds_saved(prefill_saved: int | None, decode_saved: int, prefill_s_per_token: float | None,
+                           decode_s_per_token: float | None) -> float | None:
+    if prefill_saved is None or prefill_s_per_token is None or decode_s_per_token is None:
+        return None
+    return prefill_saved * prefill_s_per_token + decode_saved * decode_s_per_token
+
+
+def measured_rates(steps: Iterable[StepReport]) -> tuple[float | None, float | None]:
+    """(prefill seconds per computed prompt token, decode seconds per generated token) over these steps.
+
+    Prefill: sum of TTFT / sum of prompt tokens actually computed (the first token comes out of the prefill
+    pass). Decode: sum of decode seconds / sum of tokens after the first. Steps lacking a number are skipped.
+    """
+    ttft = computed = decode_s = decoded = 0.0
+    for s in steps:
+        if s.ttft_s is not None and s.prefill_computed:
+            ttft += s.ttft_s
+            computed += s.prefill_computed
+        if s.decode_s is not None and s.completion_tokens > 1:
+            decode_s += s.decode_s
+            decoded += s.completion_tokens - 1
+    return (ttft / computed if computed else None, decode_s / decoded if decoded else None)
+
+
+class RunReport(BaseModel):
+    model: str = ""
+    edit_format: str = ""
+    initial_tests: TestOutcome | None = None
+    steps: list[StepReport] = []
+    stopped: str = ""  # why the run ended: "tests pass", "step budget (6) spent", ...
+    final_diff: str = ""
+
+    @computed_field
+    @property
+    def solved(self) -> bool:
+        return any(s.tests is not None and s.tests.ok for s in self.steps)
+
+    @computed_field
+    @property
+    def prompt_tokens(self) -> int:
+        return sum(s.prompt_tokens for s in self.steps)
+
+    @computed_field
+    @property
+    def cached_tokens(self) -> int | None:
+        return _sum(s.cached_tokens for s in self.steps)
+
+    @computed_field
+    @property
+    def prefill_saved(self) -> int | None:
+        return self.cached_tokens
+
+    @computed_field
+    @property
+    def prefill_computed(self) -> int | None:
+        return None if self.cached_tokens is None else self.prompt_tokens - self.cached_tokens
+
+    @computed_field
+    @property
+    def cache_hit_rate(self) -> float | None:
+        return None if self.cached_tokens is None or not self.prompt_tokens else self.cached_tokens / self.prompt_tokens
+
+    @computed_field
+    @property
+    def completion_tokens(self) -> int:
+        return sum(s.completion_tokens for s in self.steps)
+
+    @computed_field
+    @property
+    def whole_file_tokens(self) -> int:
+        return sum(s.whole_file_tokens for s in self.steps)
+
+    @computed_field
+    @property
+    def decode_saved(self) -> int:
+        return self.whole_file_tokens - self.completion_tokens
+
+    @computed_field
+    @property
+    def decode_passes(self) -> int | None:
+        return _sum(s.decode_passes for s in self.steps)
+
+    @computed_field
+    @property
+    def accepted_draft_tokens(self) -> int | None:
+        return _sum(s.accepted_draft_tokens for s in self.steps)
+
+    @computed_field
+    @property
+    def rejected_draft_tokens(self) -> int | None:
+        return _sum(s.rejected_draft_tokens for s in self.steps)
+
+    @computed_field
+    @property
+    def ttft_s(self) -> float | None:
+        return _sum(s.ttft_s for s in self.steps)
+
+    @computed_field
+    @property
+    def decode_s(self) -> float | None:
+        return _sum(s.decode_s for s in self.steps)
+
+    @computed_field
+    @property
+    def est_seconds_saved(self) -> float | None:
+        return _sum(s.est_seconds_saved for s in self.steps)
+
+    @classmethod
+    def from_trace(cls, path: str | Path) -> RunReport:
+        """Rebuild a run from its JSONL trace (one StepReport per line)."""
+        steps = [StepReport.model_validate(json.loads(line))
+                 for line in Path(path).read_text().splitlines() if line.strip()]
+        first = steps[0] if steps else None
+        return cls(model=first.model if first else "", edit_format=first.edit_format if first else "", steps=steps)
+
+
+class TokenCounter:
+    """Counts text tokens with the model's own tokenizer: the in-process engine's for `local/<name>`,
+    litellm's token_counter (the provider's tokenizer where litellm knows it) otherwise."""
+
+    def __init__(self, model: str, tokenizer=None):
+        self.model = model
+        if tokenizer is None and model.startswith("local/"):
+            from harness.client import local_engine
+
+            tokenizer = local_engine(model.removeprefix("local/")).tokenizer
+        self.tokenizer = tokenizer
+
+    def count(self, text: str) -> int:
+        if not text:
+            return 0
+        if self.tokenizer is not None:
+            return len(self.tokenizer.encode(text, add_special_tokens=False))
+        import litellm
+
+        return litellm.token_counter(model=self.model, text=text)
+
+    def __call__(self, text: str) -> int:
+        return self.count(text)
+
+

@@ -1,0 +1,203 @@
+"""The bug-fixing loop: run the tests, show the model the relevant code, ask for edits, apply them, feed
+back errors and test output, repeat until the tests pass or the step budget is spent. Every step is
+accounted (harness/accounting.py), traced (JSONL) and shown as one row of a live table."""
+
+from __future__ import annotations
+
+import shlex
+import sys
+from collections.abc import Callable
+from pathlib import Path
+
+from rich.console import Console
+from rich.syntax import Syntax
+
+from harness import context, formats, lookups
+from harness.accounting import ApplyOutcome, RunReport, StepReport, TestOutcome, TokenCounter, measured_rates
+from harness.formats import whole
+from harness.live_table import LiveTable
+from harness.prompt import Prompt
+from harness.trace import TraceWriter
+from harness.workspace_guard import Snapshot, check_clean
+
+DEFAULT_MODEL = "local/smollm2-135m"
+OUTPUT_TAIL_CHARS = 3000
+
+
+def default_test_cmd() -> str:
+    return f"{shlex.quote(sys.executable)} -m pytest -q -x"
+
+
+def _tail(text: str, limit: int = OUTPUT_TAIL_CHARS) -> str:
+    text = text.strip()
+    return text if len(text) <= limit else "...\n" + text[-limit:]
+
+
+def describe_tests(result, cmd: str) -> str:
+    verdict = "PASS" if result.ok else ("TIMED OUT" if result.timed_out else "FAIL")
+    counts = f"{result.passed} passed, {result.failed} failed, {result.errors} errors"
+    return f"Tests (`{cmd}`): {verdict} ({counts})\n```\n{_tail(result.output)}\n```"
+
+
+class Agent:
+    def __init__(self, workspace: str | Path, task: str, test_cmd: str | None = None, model: str = DEFAULT_MODEL,
+                 edit_format: str = formats.DEFAULT, max_steps: int = 6, max_tokens: int = 1024,
+                 api_base: str | None = None, temperature: float = 0.0, dry_run: bool = False,
+                 allow_dirty: bool = False, trace: str | Path | None = None, console: Console | None = None,
+                 test_timeout: float = 120.0, complete: Callable | None = None,
+                 counter: Callable[[str], int] | None = None, **completion_kwargs):
+        from tools.workspace import Workspace
+
+        self.workspace = Workspace(workspace)
+        self.task = task.strip()
+        self.test_cmd = test_cmd or default_test_cmd()
+        self.model = model
+        self.format = formats.get(edit_format)
+        self.max_steps = max_steps
+        self.max_tokens = max_tokens
+        self.api_base = api_base
+        self.temperature = temperature
+        self.dry_run = dry_run
+        self.allow_dirty = allow_dirty
+        self.trace = TraceWriter(trace)
+        self.console = console or Console()
+        self.test_timeout = test_timeout
+        self._complete = complete  # default: harness.client.complete (imported lazily: litellm is slow)
+        self._counter = counter
+        self.completion_kwargs = completion_kwargs
+        self.snapshot = Snapshot(self.workspace)
+        self.seen: list[str] = []  # files whose full text the model has seen (prediction source for `whole`)
+        self.prompts: list[list[dict]] = []  # every prompt sent, for inspection and tests
+
+    # -- pieces ------------------------------------------------------------------------------------------
+    def count(self, text: str) -> int:
+        if self._counter is None:
+            self._counter = TokenCounter(self.model)
+        return self._counter(text)
+
+    def complete(self, messages: list[dict], prediction: str | None):
+        complete = self._complete
+        if complete is None:
+            from harness.client import complete
+        return complete(model=self.model, messages=messages, max_tokens=self.max_tokens, api_base=self.api_base,
+                        temperature=self.temperature, prediction=prediction, **self.completion_kwargs)
+
+    def run_tests(self):
+        from tools.tests import run_tests
+
+        return run_tests(self.workspace, self.test_cmd, timeout=self.test_timeout)
+
+    def prediction(self) -> str | None:
+        """Predicted Outputs for local models in the `whole` format: the files as they are now, in whole syntax
+        (the engine drafts from it; unchanged lines are accepted instead of decoded one pass each)."""
+        if self.format.NAME != "whole" or not self.model.startswith("local/") or not self.seen:
+            return None
+        return whole.render({p: self.workspace.read_text(p) for p in self.seen if self.workspace.exists(p)})
+
+    # -- the loop ----------------------------------------------------------------------------------------
+    def run(self) -> RunReport:
+        if not self.allow_dirty and not self.dry_run:
+            check_clean(self.workspace.root)
+        report = RunReport(model=self.model, edit_format=self.format.NAME)
+        self.console.print(f"[bold]deltaserve fix[/] {self.workspace.root}  model={self.model} "
+                           f"format={self.format.NAME}  tests=`{self.test_cmd}`")
+        initial = self.run_tests()
+        report.initial_tests = TestOutcome.from_result(initial)
+        if initial.ok:
+            report.stopped = "tests already pass"
+            self.console.print("Tests already pass; nothing to fix.")
+            return report
+        self.console.print(f"Step 0: tests fail ({initial.failed} failed, {initial.errors} errors).")
+
+        files = context.gather(self.workspace, self.task, initial.output)
+        self.seen = [f.path for f in files if not f.truncated]
+        task_text = f"Task: {self.task}\n\n{describe_tests(initial, self.test_cmd)}"
+        prompt = Prompt(self.format.instructions(), context.render(files, self.format.NUMBERED_CONTEXT), task_text)
+
+        with LiveTable(title=f"{self.model} · {self.format.NAME}", console=self.console) as table:
+            for step in range(1, self.max_steps + 1):
+                messages = prompt.messages
+                self.prompts.append(messages)
+                try:
+                    reply = self.complete(messages, self.prediction())
+                except Exception as exc:  # noqa: BLE001 - a failed model call ends the run with its reason
+                    report.stopped = f"model call failed: {type(exc).__name__}: {exc}"
+                    break
+                prompt.add_reply(reply.text)
+                step_report, feedback = self.act(step, reply)
+                prompt.add_feedback(feedback)
+                step_report = self.with_rates(step_report, report.steps)
+                report.steps.append(step_report)
+                self.trace.write(step_report)
+                table.add(step_report)
+                if step_report.tests is not None and step_report.tests.ok:
+                    report.stopped = "tests pass"
+                    break
+                if self.dry_run and step_report.apply is not None and step_report.apply.ok:
+                    report.stopped = "dry run: edits shown, not applied"
+                    break
+            else:
+                report.stopped = f"step budget ({self.max_steps}) spent"
+            report.final_diff = self.snapshot.diff()
+            table.totals(report)
+
+        self.console.print(f"Stopped: {report.stopped}")
+        if report.final_diff:
+            self.console.print(Syntax(report.final_diff, "diff", theme="ansi_dark"))
+        return report
+
+    def act(self, step: int, reply) -> tuple[StepReport, str]:
+        """Apply the reply's edits (or serve its lookups); the step's report and the feedback for the model."""
+        from tools.patch import PatchError
+
+        base = dict(step=step, model=self.model, edit_format=self.format.NAME, reply=reply.text,
+                    prompt_tokens=reply.prompt_tokens, cached_tokens=reply.cached_tokens,
+                    completion_tokens=reply.completion_tokens, decode_passes=reply.decode_passes,
+                    accepted_draft_tokens=reply.accepted_draft_tokens,
+                    rejected_draft_tokens=reply.rejected_draft_tokens, ttft_s=reply.ttft_s, decode_s=reply.decode_s)
+        try:
+            edits = self.format.parse(reply.text)
+        except ValueError as exc:  # a malformed block: tell the model what is wrong with it
+            applied = ApplyOutcome(ok=False, error=str(exc), dry_run=self.dry_run)
+            return (StepReport(action="edit", outcome="parse failed", apply=applied, **base),
+                    f"Your edits could not be read; nothing was changed.\n{exc}")
+        if not edits:
+            wanted = lookups.parse(reply.text)
+            if wanted:
+                for lookup in wanted:
+                    if lookup.kind == "view" and lookup.start is None and lookup.target not in self.seen:
+                        self.seen.append(lookup.target)
+                answers = [lookups.serve(w, self.workspace, self.format.NUMBERED_CONTEXT) for w in wanted]
+                return StepReport(action="view", outcome="looked up", **base), "\n\n".join(answers)
+            return (StepReport(action="none", outcome="no edits", **base),
+                    "I found no edits in your reply. " + self.format.instructions())
+        try:
+            preview = self.format.apply(edits, self.workspace, dry_run=True)  # raises before anything is written
+            self.snapshot.remember(preview.files_changed)
+            result = preview if self.dry_run else self.format.apply(edits, self.workspace)
+        except (PatchError, ValueError) as exc:
+            message = getattr(exc, "message", None) or str(exc)
+            applied = ApplyOutcome(ok=False, error=message, dry_run=self.dry_run)
+            return (StepReport(action="edit", outcome="apply failed", apply=applied, **base),
+                    f"Your edits could not be applied; nothing was changed.\n{message}")
+        whole_tokens = self.count(whole.render(result.new_contents))
+        applied = ApplyOutcome(ok=True, files_changed=list(result.files_changed), dry_run=self.dry_run,
+                               strategies=[str(getattr(h, "strategy", "")) for h in result.hunks])
+        for path in result.files_changed:
+            if path not in self.seen:
+                self.seen.append(path)
+        changed = f"Applied to {', '.join(result.files_changed)}:\n```diff\n{result.diff.rstrip()}\n```"
+        if self.dry_run:
+            return (StepReport(action="edit", outcome="dry run", apply=applied, whole_file_tokens=whole_tokens,
+                               **base), changed)
+        tests = self.run_tests()
+        outcome = "tests pass" if tests.ok else "tests fail"
+        return (StepReport(action="edit", outcome=outcome, apply=applied, tests=TestOutcome.from_result(tests),
+                           whole_file_tokens=whole_tokens, **base),
+                f"{changed}\n\n{describe_tests(tests, self.test_cmd)}")
+
+    @staticmethod
+    def with_rates(step: StepReport, previous: list[StepReport]) -> StepReport:
+        """Attach this run's measured prefill/decode seconds per token (all steps so far, this one included)."""
+        prefill_rate, decode_rate = measured_rates([*previous, step])
+        return step.model_copy(update={"prefill_s_per_token": prefill_rate, "decode_s_per_token": decode_rate})

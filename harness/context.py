@@ -1,0 +1,102 @@
+"""Which files the model sees first: those named in the failing tests' traceback, those named in the task,
+then definitions of the symbols both mention (grep), within size caps."""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from pathlib import Path
+
+from harness.prompt import render_file
+
+MAX_FILES = 6
+MAX_FILE_CHARS = 12_000
+MAX_TOTAL_CHARS = 24_000
+
+# `File "/abs/pkg/mod.py", line 3` (Python), `pkg/mod.py:3: in f` / `FAILED tests/t.py::test_x` (pytest)
+_TRACE_PATH = re.compile(r'File "([^"]+)", line \d+|(?:^|\s)([\w./\\-]+\.\w+)(?::\d+|::)', re.MULTILINE)
+_TASK_PATH = re.compile(r"[\w./-]*[\w-]\.[A-Za-z]\w*")
+_TRACE_SYMBOL = re.compile(r"(?::\d+: in |, in )([A-Za-z_]\w*)")
+_TASK_SYMBOL = re.compile(r"`([A-Za-z_][\w.]*)(?:\(\))?`|\b([A-Za-z_]\w*_\w+|[a-z]+[A-Z]\w*|[A-Z][a-z]+[A-Z]\w*)\b")
+
+
+@dataclass(frozen=True)
+class ContextFile:
+    path: str
+    content: str  # possibly cut to the size cap
+    truncated: bool = False
+
+
+def _relative(workspace, name: str) -> str | None:
+    """A workspace-relative path for a name from a traceback or task, if it is a file inside the workspace."""
+    path = Path(name)
+    if path.is_absolute():
+        try:
+            name = str(path.resolve().relative_to(workspace.root))
+        except ValueError:
+            return None  # outside the workspace (stdlib, site-packages)
+    try:
+        return workspace.relpath(name) if workspace.exists(name) else None
+    except ValueError:
+        return None
+
+
+def paths_in_traceback(workspace, text: str) -> list[str]:
+    found = [_relative(workspace, m.group(1) or m.group(2)) for m in _TRACE_PATH.finditer(text)]
+    return list(dict.fromkeys(p for p in found if p))
+
+
+def paths_in_task(workspace, text: str) -> list[str]:
+    found = [_relative(workspace, m.group(0)) for m in _TASK_PATH.finditer(text)]
+    return list(dict.fromkeys(p for p in found if p))
+
+
+def symbols(task: str, test_output: str) -> list[str]:
+    """Function/class names worth looking up: traceback frames, then backticked or code-looking task words."""
+    names = [m.group(1) for m in _TRACE_SYMBOL.finditer(test_output)]
+    names += [(m.group(1) or m.group(2)).split(".")[-1] for m in _TASK_SYMBOL.finditer(task)]
+    return list(dict.fromkeys(n for n in names if n and not n.startswith("test") and n != "module"))
+
+
+def definition_files(workspace, names: list[str]) -> list[str]:
+    """Files defining any of these names (`def name` / `class name`), via tools.files.grep."""
+    from tools.files import grep
+
+    found: list[str] = []
+    for name in names:
+        for hit in grep(workspace, rf"^\s*(async\s+def|def|class)\s+{re.escape(name)}\b").matches:
+            if hit.path not in found:
+                found.append(hit.path)
+    return found
+
+
+def gather(workspace, task: str, test_output: str = "", max_files: int = MAX_FILES,
+           max_file_chars: int = MAX_FILE_CHARS, max_total_chars: int = MAX_TOTAL_CHARS) -> list[ContextFile]:
+    """Traceback files first (where the failure is), then task-named files, then symbol definitions."""
+    ordered = paths_in_traceback(workspace, test_output) + paths_in_task(workspace, task)
+    ordered += definition_files(workspace, symbols(task, test_output))
+    files: list[ContextFile] = []
+    total = 0
+    for path in dict.fromkeys(ordered):
+        if len(files) >= max_files or total >= max_total_chars:
+            break
+        try:
+            text = workspace.read_text(path)
+        except ValueError:
+            continue  # binary or unreadable: not context
+        cap = min(max_file_chars, max_total_chars - total)
+        shown = text if len(text) <= cap else text[: text.rfind("\n", 0, cap) + 1] or text[:cap]  # whole lines
+        files.append(ContextFile(path, shown, truncated=len(shown) < len(text)))
+        total += len(shown)
+    return files
+
+
+def render(files: list[ContextFile], numbered: bool) -> str:
+    if not files:
+        return "Repository files: none were found from the task or the test output; use VIEW or GREP."
+    parts = ["Repository files:"]
+    for f in files:
+        parts.append(render_file(f.path, f.content, numbered))
+        if f.truncated:
+            parts.append(f"({f.path} is longer; VIEW it with a line range to see the rest.)")
+    return "\n\n".join(parts)

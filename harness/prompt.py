@@ -1,0 +1,61 @@
+"""The prefix-stable prompt: one message list that only ever grows.
+
+Order never changes: system (agent rules + edit-format instructions) -> repository context -> task ->
+history (each reply, then the tools' feedback). Nothing already sent is rewritten, so the chat-templated
+prompt of step N+1 starts with the prompt of step N plus its reply, and the engine serves all of that from
+its prefix cache. (DESIGN.md, "Prefix-stable prompts".)
+"""
+
+from __future__ import annotations
+
+import copy
+
+SYSTEM = """You are a careful software engineer fixing a bug in the repository shown below.
+Make the smallest change that makes the failing tests pass. Never edit the tests unless the task says so.
+If you need more code before editing, reply with only request lines instead of edits:
+VIEW path/to/file.py 10-40   (a file, optionally a line range)
+GREP regex                   (search every file)
+You will then see the result, the outcome of applying your edits, and the test output."""
+
+
+def render_file(path: str, content: str, numbered: bool, first_line: int = 1) -> str:
+    """A file as the model sees it: its path, then its text in a fence (line-numbered for diff formats)."""
+    lines = content.splitlines()
+    if numbered:
+        width = len(str(first_line + len(lines) - 1))
+        lines = [f"{n:>{width}} | {line}" for n, line in enumerate(lines, start=first_line)]
+    fence = "```"
+    while any(line.lstrip().startswith(fence) for line in lines):
+        fence += "`"
+    return f"{path}\n{fence}\n" + "\n".join(lines) + f"\n{fence}"
+
+
+class Prompt:
+    """Append-only chat messages. `messages` returns a copy, so callers cannot rewrite history."""
+
+    def __init__(self, format_instructions: str, context: str, task: str, system: str = SYSTEM):
+        self._messages: list[dict[str, str]] = [
+            {"role": "system", "content": f"{system}\n\n{format_instructions}"},
+            {"role": "user", "content": f"{context}\n\n{task}" if context else task},
+        ]
+
+    @property
+    def messages(self) -> list[dict[str, str]]:
+        return copy.deepcopy(self._messages)
+
+    def __len__(self) -> int:
+        return len(self._messages)
+
+    def add_reply(self, text: str) -> None:
+        """The model's reply, as it wrote it. Leading whitespace is dropped: the template's "assistant\\n"
+        precedes it, and a tokenizer could merge the two newlines, breaking the token-level prefix."""
+        self._append("assistant", text.lstrip())
+
+    def add_feedback(self, text: str) -> None:
+        """What the tools report back (apply errors, test output, requested views), as the next user turn."""
+        self._append("user", text)
+
+    def _append(self, role: str, content: str) -> None:
+        if self._messages[-1]["role"] == role:
+            raise ValueError(f"two {role} messages in a row; a prompt alternates reply and feedback")
+        self._messages.append({"role": role, "content": content})

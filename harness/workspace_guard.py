@@ -1,0 +1,73 @@
+"""Never lose user work: refuse a git checkout with uncommitted changes (unless allowed), or work on a
+copy; remember every file's original text before the first edit so the run can show its final diff."""
+
+from __future__ import annotations
+
+import difflib
+import shutil
+import subprocess
+import tempfile
+from pathlib import Path
+
+_COPY_IGNORE = shutil.ignore_patterns(".venv", "venv", "__pycache__", ".pytest_cache", "node_modules", ".mypy_cache")
+
+
+class DirtyWorkspaceError(RuntimeError):
+    pass
+
+
+def uncommitted_changes(root: Path) -> list[str] | None:
+    """`git status --porcelain` lines for a git work tree (untracked files included); None if not git."""
+    try:
+        inside = subprocess.run(["git", "-C", str(root), "rev-parse", "--is-inside-work-tree"],
+                                capture_output=True, text=True, timeout=30)
+        if inside.returncode != 0 or inside.stdout.strip() != "true":
+            return None
+        status = subprocess.run(["git", "-C", str(root), "status", "--porcelain", "--", "."],
+                                capture_output=True, text=True, timeout=60, check=True)
+    except (OSError, subprocess.SubprocessError):
+        return None
+    return [line for line in status.stdout.splitlines() if line.strip()]
+
+
+def check_clean(root: Path) -> None:
+    changes = uncommitted_changes(root)
+    if changes:
+        listed = "\n  ".join(changes[:10]) + ("\n  ..." if len(changes) > 10 else "")
+        raise DirtyWorkspaceError(
+            f"{root} has uncommitted changes the agent could overwrite:\n  {listed}\n"
+            "Commit or stash them first, or pass --copy to work on a temporary copy, "
+            "or --allow-dirty to edit in place anyway.")
+
+
+def make_copy(root: Path) -> Path:
+    """A temporary copy of the workspace (virtualenvs and caches left out)."""
+    target = Path(tempfile.mkdtemp(prefix="deltaserve-fix-")) / Path(root).resolve().name
+    shutil.copytree(root, target, symlinks=True, ignore=_COPY_IGNORE)
+    return target
+
+
+class Snapshot:
+    """Original text of each file, captured before the agent first writes it."""
+
+    def __init__(self, workspace):
+        self.workspace = workspace
+        self.originals: dict[str, str | None] = {}
+
+    def remember(self, paths: list[str]) -> None:
+        for path in paths:
+            if path not in self.originals:
+                self.originals[path] = self.workspace.read_text(path) if self.workspace.exists(path) else None
+
+    def diff(self) -> str:
+        """Unified diff (a/ b/ prefixes) from the originals to what is on disk now."""
+        out = []
+        for path, before in self.originals.items():
+            after = self.workspace.read_text(path) if self.workspace.exists(path) else None
+            if before == after:
+                continue
+            out += difflib.unified_diff((before or "").splitlines(keepends=True),
+                                        (after or "").splitlines(keepends=True),
+                                        fromfile=f"a/{path}" if before is not None else "/dev/null",
+                                        tofile=f"b/{path}" if after is not None else "/dev/null")
+        return "".join(line if line.endswith("\n") else line + "\n\\ No newline at end of file\n" for line in out)

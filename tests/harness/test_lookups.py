@@ -1,0 +1,21 @@
+from harness import lookups
+from harness.lookups import Lookup
+
+
+def test_parse_requests_among_prose():
+    reply = "I need more context.\nVIEW src/m.py 10-40\nVIEW `src/n.py`\nVIEW src/o.py:3-4\nGREP def parse_\nthanks"
+    assert lookups.parse(reply) == [Lookup("view", "src/m.py", 10, 40), Lookup("view", "src/n.py"),
+                                    Lookup("view", "src/o.py", 3, 4), Lookup("grep", "def parse_")]
+    assert lookups.parse("please VIEW the file") == []
+
+
+def test_view_serves_numbered_ranges_and_explains_bad_paths(tmp_path):
+    from tools.workspace import Workspace
+
+    (tmp_path / "m.py").write_text("".join(f"line{i}\n" for i in range(1, 31)))
+    ws = Workspace(tmp_path)
+    out = lookups.serve(Lookup("view", "m.py", 3, 4), ws)
+    assert out.splitlines()[:5] == ["VIEW m.py 3-4:", "m.py", "```", "3 | line3", "4 | line4"]
+    assert "(lines 3-4 of 30)" in out
+    assert "does not exist" in lookups.serve(Lookup("view", "nope.py"), ws)
+    assert ".." in lookups.serve(Lookup("view", "../etc/passwd"), ws)
