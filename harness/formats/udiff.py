@@ -59,11 +59,15 @@ def _bare_diff(reply: str) -> str:
 
 
 def parse(reply: str) -> list[str]:
-    """The diff texts in a reply (fenced blocks with ---/+++ headers, else a bare diff); [] if none."""
+    """The diff texts in a reply: fenced blocks with ---/+++ headers, else a bare diff. A reply with hunks but
+    no headers (the file named on a line above the fence, say) is returned whole: tools.patch's parser
+    repairs those or explains what is missing. [] if nothing looks like a diff."""
     blocks = [b for b in _fenced_blocks(reply) if _has_headers(b)]
     if not blocks:
         bare = _bare_diff(reply)
         blocks = [bare] if bare else []
+    if not blocks and re.search(r"^(@@|diff --git )", reply, flags=re.MULTILINE):
+        blocks = [reply if reply.endswith("\n") else reply + "\n"]
     return blocks
 
 
