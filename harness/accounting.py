@@ -76,6 +76,16 @@ class StepReport(BaseModel):
     tests: TestOutcome | None = None
     reply: str = ""
 
+    @classmethod
+    def from_completion(cls, completion, **fields) -> StepReport:
+        """A report from a harness.client.Completion (any object with its fields) plus step, action, ..."""
+        measured = {name: getattr(completion, name, None) for name in (
+            "prompt_tokens", "cached_tokens", "completion_tokens", "decode_passes", "accepted_draft_tokens",
+            "rejected_draft_tokens", "ttft_s", "decode_s")}
+        measured["prompt_tokens"] = measured["prompt_tokens"] or 0
+        measured["completion_tokens"] = measured["completion_tokens"] or 0
+        return cls(**{**measured, "reply": getattr(completion, "text", ""), **fields})
+
     @computed_field
     @property
     def prefill_saved(self) -> int | None:
@@ -212,6 +222,13 @@ class RunReport(BaseModel):
                  for line in Path(path).read_text().splitlines() if line.strip()]
         first = steps[0] if steps else None
         return cls(model=first.model if first else "", edit_format=first.edit_format if first else "", steps=steps)
+
+
+def whole_file_tokens(new_contents: dict[str, str | None], count) -> int:
+    """Tokens of the `whole` reply carrying edits whose post-edit files are `new_contents` (PatchResult's)."""
+    from harness.formats import whole
+
+    return count(whole.render(new_contents)) if new_contents else 0
 
 
 class TokenCounter:

@@ -12,8 +12,8 @@ from pathlib import Path
 from rich.console import Console
 from rich.syntax import Syntax
 
-from harness import context, formats, lookups
-from harness.accounting import ApplyOutcome, RunReport, StepReport, TestOutcome, TokenCounter, measured_rates
+from harness import accounting, context, formats, lookups
+from harness.accounting import ApplyOutcome, RunReport, StepReport, TestOutcome, TokenCounter
 from harness.formats import whole
 from harness.live_table import LiveTable
 from harness.prompt import Prompt
@@ -150,16 +150,15 @@ class Agent:
         """Apply the reply's edits (or serve its lookups); the step's report and the feedback for the model."""
         from tools.patch import PatchError
 
-        base = dict(step=step, model=self.model, edit_format=self.format.NAME, reply=reply.text,
-                    prompt_tokens=reply.prompt_tokens, cached_tokens=reply.cached_tokens,
-                    completion_tokens=reply.completion_tokens, decode_passes=reply.decode_passes,
-                    accepted_draft_tokens=reply.accepted_draft_tokens,
-                    rejected_draft_tokens=reply.rejected_draft_tokens, ttft_s=reply.ttft_s, decode_s=reply.decode_s)
+        def make(**fields) -> StepReport:
+            return StepReport.from_completion(reply, step=step, model=self.model, edit_format=self.format.NAME,
+                                              **fields)
+
         try:
             edits = self.format.parse(reply.text)
         except ValueError as exc:  # a malformed block: tell the model what is wrong with it
             applied = ApplyOutcome(ok=False, error=str(exc), dry_run=self.dry_run)
-            return (StepReport(action="edit", outcome="parse failed", apply=applied, **base),
+            return (make(action="edit", outcome="parse failed", apply=applied),
                     f"Your edits could not be read; nothing was changed.\n{exc}")
         if not edits:
             wanted = lookups.parse(reply.text)
@@ -168,8 +167,8 @@ class Agent:
                     if lookup.kind == "view" and lookup.start is None and lookup.target not in self.seen:
                         self.seen.append(lookup.target)
                 answers = [lookups.serve(w, self.workspace, self.format.NUMBERED_CONTEXT) for w in wanted]
-                return StepReport(action="view", outcome="looked up", **base), "\n\n".join(answers)
-            return (StepReport(action="none", outcome="no edits", **base),
+                return make(action="view", outcome="looked up"), "\n\n".join(answers)
+            return (make(action="none", outcome="no edits"),
                     "I found no edits in your reply. " + self.format.instructions())
         try:
             preview = self.format.apply(edits, self.workspace, dry_run=True)  # raises before anything is written
@@ -178,9 +177,9 @@ class Agent:
         except (PatchError, ValueError) as exc:
             message = getattr(exc, "message", None) or str(exc)
             applied = ApplyOutcome(ok=False, error=message, dry_run=self.dry_run)
-            return (StepReport(action="edit", outcome="apply failed", apply=applied, **base),
+            return (make(action="edit", outcome="apply failed", apply=applied),
                     f"Your edits could not be applied; nothing was changed.\n{message}")
-        whole_tokens = self.count(whole.render(result.new_contents))
+        whole_tokens = accounting.whole_file_tokens(result.new_contents, self.count)
         applied = ApplyOutcome(ok=True, files_changed=list(result.files_changed), dry_run=self.dry_run,
                                strategies=[str(getattr(h, "strategy", "")) for h in result.hunks])
         for path in result.files_changed:
@@ -188,16 +187,15 @@ class Agent:
                 self.seen.append(path)
         changed = f"Applied to {', '.join(result.files_changed)}:\n```diff\n{result.diff.rstrip()}\n```"
         if self.dry_run:
-            return (StepReport(action="edit", outcome="dry run", apply=applied, whole_file_tokens=whole_tokens,
-                               **base), changed)
+            return (make(action="edit", outcome="dry run", apply=applied, whole_file_tokens=whole_tokens), changed)
         tests = self.run_tests()
         outcome = "tests pass" if tests.ok else "tests fail"
-        return (StepReport(action="edit", outcome=outcome, apply=applied, tests=TestOutcome.from_result(tests),
-                           whole_file_tokens=whole_tokens, **base),
+        return (make(action="edit", outcome=outcome, apply=applied, tests=TestOutcome.from_result(tests),
+                     whole_file_tokens=whole_tokens),
                 f"{changed}\n\n{describe_tests(tests, self.test_cmd)}")
 
     @staticmethod
     def with_rates(step: StepReport, previous: list[StepReport]) -> StepReport:
         """Attach this run's measured prefill/decode seconds per token (all steps so far, this one included)."""
-        prefill_rate, decode_rate = measured_rates([*previous, step])
+        prefill_rate, decode_rate = accounting.measured_rates([*previous, step])
         return step.model_copy(update={"prefill_s_per_token": prefill_rate, "decode_s_per_token": decode_rate})

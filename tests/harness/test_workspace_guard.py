@@ -1,0 +1,56 @@
+import subprocess
+
+import pytest
+
+from harness.workspace_guard import DirtyWorkspaceError, Snapshot, check_clean, make_copy, uncommitted_changes
+from tools.workspace import Workspace
+
+
+def git(root, *args):
+    subprocess.run(["git", "-C", str(root), *args], check=True, capture_output=True)
+
+
+@pytest.fixture
+def repo(tmp_path):
+    git(tmp_path, "init", "-q")
+    git(tmp_path, "config", "user.email", "t@example.com")
+    git(tmp_path, "config", "user.name", "t")
+    (tmp_path / "a.py").write_text("x = 1\n")
+    git(tmp_path, "add", "a.py")
+    git(tmp_path, "commit", "-qm", "init")
+    return tmp_path
+
+
+def test_clean_repo_passes_and_dirty_repo_is_refused(repo):
+    check_clean(repo)
+    (repo / "a.py").write_text("x = 2\n")
+    (repo / "notes.txt").write_text("mine")
+    with pytest.raises(DirtyWorkspaceError, match="--copy") as info:
+        check_clean(repo)
+    assert "a.py" in str(info.value) and "notes.txt" in str(info.value)
+
+
+def test_not_a_git_repo_is_not_checked(tmp_path):
+    assert uncommitted_changes(tmp_path) is None
+    check_clean(tmp_path)
+
+
+def test_copy_leaves_the_original_alone(repo):
+    (repo / ".venv").mkdir()
+    (repo / ".venv" / "big").write_text("skip me")
+    copy = make_copy(repo)
+    assert (copy / "a.py").read_text() == "x = 1\n" and not (copy / ".venv").exists()
+    (copy / "a.py").write_text("changed\n")
+    assert (repo / "a.py").read_text() == "x = 1\n"
+
+
+def test_snapshot_diff(tmp_path):
+    (tmp_path / "a.py").write_text("x = 1\ny = 2\n")
+    ws = Workspace(tmp_path)
+    snap = Snapshot(ws)
+    snap.remember(["a.py", "new.py"])
+    (tmp_path / "a.py").write_text("x = 1\ny = 3\n")
+    (tmp_path / "new.py").write_text("z")
+    snap.remember(["a.py"])  # the first original is kept
+    assert snap.diff() == ("--- a/a.py\n+++ b/a.py\n@@ -1,2 +1,2 @@\n x = 1\n-y = 2\n+y = 3\n"
+                           "--- /dev/null\n+++ b/new.py\n@@ -0,0 +1 @@\n+z\n\\ No newline at end of file\n")
