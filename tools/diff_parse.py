@@ -1,0 +1,339 @@
+"""Turn a model-written unified diff into per-file hunks.
+
+Models write diffs that `patch` rejects: wrapped in code fences, CRLF, context lines without their leading
+space, `@@ @@` without numbers or with wrong counts, `---/+++` headers missing when the file is named
+elsewhere (a `diff --git` line, a lone filename line or `Index:` line before the hunks or the fence).
+`normalise` repairs those cases where the intent is unambiguous and emits a clean diff (explicit headers,
+recounted `@@ -S,L +T,M @@` lines) that `unidiff` then parses. Stated line numbers are kept only as hints.
+
+Hunk body rules: if the header's counts are consistent with the lines that follow and only prose
+follows them, the counts decide where the hunk ends; otherwise it runs to the next `@@`, `diff --git` or
+`---`/`+++` pair, an unprefixed line counts as context (its leading space was lost), and trailing
+unprefixed/empty lines are dropped as prose (dropping trailing context never changes what a hunk edits).
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+
+from unidiff import PatchSet
+from unidiff.errors import UnidiffParseError
+
+from tools.hunks import Hunk
+
+DEV_NULL = "/dev/null"
+_FENCE = re.compile(r"^(`{3,}|~{3,})\s*(.*)$")
+_HUNK_HEADER = re.compile(
+    r"^@@+\s*(?:-(?P<s>\d+)(?:,(?P<sl>\d+))?)?\s*(?:\+(?P<t>\d+)(?:,(?P<tl>\d+))?)?\s*(?:@@+(?P<rest>.*))?$"
+)
+_GIT_HEADER = re.compile(r"^diff --git (?P<rest>.+)$")
+_PATH_LINE = re.compile(r"^(?:(?:file(?:name)?|path|index)\s*:\s*|#+\s*)?(?P<path>\S+?)[:]?$", re.IGNORECASE)
+
+
+class DiffParseError(ValueError):
+    pass
+
+
+@dataclass
+class FilePatch:
+    old_path: str | None  # raw names as written (a/ b/ prefixes kept); None = /dev/null
+    new_path: str | None
+    hunks: list[Hunk] = field(default_factory=list)
+    new_mode: str | None = None  # from "new mode 100755" / "new file mode 100755"
+    git: bool = False  # came with a `diff --git` header (a/ b/ prefixes are certain)
+
+    @property
+    def is_new(self) -> bool:
+        return self.old_path is None
+
+    @property
+    def is_deleted(self) -> bool:
+        return self.new_path is None
+
+
+def looks_like_path(text: str) -> str | None:
+    """A filename written on its own line (`path/x.py`, **x.py**, `File: x.py`, # x.py), or None."""
+    t = text.strip().strip("*`'\"").strip()
+    m = _PATH_LINE.match(t)
+    if not m:
+        return None
+    path = m.group("path").strip("*`'\":")
+    if not path or path.startswith(("---", "+++", "@@", "<<<", ">>>", "===")) or len(path) > 250:
+        return None
+    if "." not in path and "/" not in path:
+        return None
+    if path.endswith((".", ",")) or path.lower() in ("e.g.", "i.e."):
+        return None
+    return path
+
+
+def _looks_like_diff(lines: list[str]) -> bool:
+    return any(x.startswith(("@@", "--- ", "+++ ", "diff --git ")) for x in lines)
+
+
+def extract_fenced(text: str) -> list[tuple[str | None, list[str]]]:
+    """(filename hint, lines) for each fenced block that holds a diff, or the whole text if none does."""
+    lines = text.split("\n")
+    blocks = []
+    i = 0
+    while i < len(lines):
+        m = _FENCE.match(lines[i])
+        if not m:
+            i += 1
+            continue
+        fence = m.group(1)
+        j = i + 1
+        while j < len(lines) and not (lines[j].startswith(fence[0] * 3) and lines[j].strip(fence[0] + " ") == ""):
+            j += 1
+        hint = None
+        info = m.group(2).strip()
+        for word in re.split(r"[\s:]+", info)[1:] if info else []:
+            hint = hint or looks_like_path(word)
+        k = i - 1
+        while k >= 0 and not lines[k].strip():
+            k -= 1
+        if hint is None and k >= 0:
+            hint = looks_like_path(lines[k])
+        blocks.append((hint, lines[i + 1 : j]))
+        i = j + 1
+    diffy = [b for b in blocks if _looks_like_diff(b[1])]
+    return diffy or [(None, lines)]
+
+
+def _header_name(line: str) -> str | None:
+    name = line[4:].split("\t")[0].strip()
+    if len(name) >= 2 and name[0] == name[-1] == '"':
+        name = name[1:-1]
+    if name == DEV_NULL or not name:
+        return None
+    return name
+
+
+def _git_names(rest: str) -> tuple[str, str]:
+    rest = rest.strip()
+    if rest.startswith('"'):
+        parts = re.findall(r'"([^"]*)"|(\S+)', rest)
+        names = [a or b for a, b in parts]
+        if len(names) == 2:
+            return names[0], names[1]
+    idx = rest.find(" b/")
+    if rest.startswith("a/") and idx > 0:
+        return rest[:idx], rest[idx + 1 :]
+    half = rest.split(" ")
+    if len(half) == 2:
+        return half[0], half[1]
+    mid = len(rest) // 2  # "x y" with spaces in names: assume the two names are equal
+    return rest[:mid], rest[mid + 1 :]
+
+
+def _is_boundary(lines: list[str], j: int) -> bool:
+    line = lines[j]
+    if line.startswith(("@@", "diff --git ")) or _FENCE.match(line):
+        return True
+    return line.startswith("--- ") and j + 1 < len(lines) and lines[j + 1].startswith("+++ ")
+
+
+def _body_by_counts(region: list[str], old_len: int, new_len: int) -> list[str] | None:
+    o = n = 0
+    p = None
+    for j, line in enumerate(region):
+        if o == old_len and n == new_len:
+            p = j
+            break
+        kind = line[:1]
+        if kind in ("", " "):
+            o, n = o + 1, n + 1
+        elif kind == "-":
+            o += 1
+        elif kind == "+":
+            n += 1
+        elif kind != "\\":
+            return None
+    if p is None:
+        if o == old_len and n == new_len:
+            return region
+        return None
+    if p < len(region) and region[p].startswith("\\"):
+        p += 1
+    rest = region[p:]
+    if any(x[:1] in (" ", "+", "-") for x in rest):
+        return None  # real diff lines follow: the counts are wrong, not the prose
+    return region[:p]
+
+
+def _body_by_shape(region: list[str]) -> list[str]:
+    body = []
+    prefixed = []  # whether each body line had a real diff prefix
+    for line in region:
+        if line[:1] in (" ", "+", "-", "\\"):
+            body.append(line)
+            prefixed.append(True)
+        else:
+            body.append(" " + line)  # a context line that lost its leading space (or an empty line)
+            prefixed.append(False)
+    while body and not prefixed[-1]:
+        body.pop()
+        prefixed.pop()
+    return body
+
+
+@dataclass
+class _Section:
+    old: str | None
+    new: str | None
+    git: bool = False
+    new_mode: str | None = None
+    had_headers: bool = False
+    hunks: list[tuple[int | None, list[str]]] = field(default_factory=list)
+
+
+def _scan(lines: list[str], hint: str | None, sections: list[_Section]) -> None:
+    cur: _Section | None = None
+    pending = hint
+    i = 0
+    while i < len(lines):
+        line = lines[i]
+        m = _GIT_HEADER.match(line)
+        if m:
+            old, new = _git_names(m.group("rest"))
+            cur = _Section(old, new, git=True)
+            sections.append(cur)
+            i += 1
+            continue
+        if cur is not None and cur.git and not cur.hunks and not cur.had_headers:
+            if line.startswith("new file mode"):
+                cur.old, cur.new_mode = None, line.split()[-1]
+                i += 1
+                continue
+            if line.startswith("deleted file mode"):
+                cur.new = None
+                i += 1
+                continue
+            if line.startswith("new mode"):
+                cur.new_mode = line.split()[-1]
+                i += 1
+                continue
+            if line.startswith("rename from "):
+                cur.old = "a/" + line[len("rename from ") :].strip()
+                i += 1
+                continue
+            if line.startswith("rename to "):
+                cur.new = "b/" + line[len("rename to ") :].strip()
+                i += 1
+                continue
+            if line.startswith(("index ", "old mode", "similarity index", "dissimilarity index")):
+                i += 1
+                continue
+        if line.startswith("--- ") or line.startswith("+++ "):
+            has_pair = line.startswith("--- ") and i + 1 < len(lines) and lines[i + 1].startswith("+++ ")
+            old = _header_name(line) if line.startswith("--- ") else None
+            new = _header_name(lines[i + 1]) if has_pair else None
+            if not has_pair:
+                # One header only: the file is named once; "--- /dev/null" alone or "+++ /dev/null" alone is unclear.
+                name = _header_name(line)
+                if name is None:
+                    raise DiffParseError(f"a lone header {line!r} without its partner line; write both "
+                                         "'--- a/path' and '+++ b/path'")
+                old = new = name
+            if cur is not None and cur.git and not cur.hunks and not cur.had_headers:
+                # Headers restating the git line: keep the git names, take /dev/null from here.
+                if line.startswith("--- ") and _header_name(line) is None:
+                    cur.old = None
+                if has_pair and _header_name(lines[i + 1]) is None:
+                    cur.new = None
+                cur.had_headers = True
+            else:
+                cur = _Section(old, new, had_headers=True)
+                sections.append(cur)
+            i += 2 if has_pair else 1
+            continue
+        hm = _HUNK_HEADER.match(line) if line.startswith("@@") else None
+        if hm:
+            if cur is None:
+                if pending is None:
+                    raise DiffParseError(
+                        "a hunk (@@ line) comes before any file name; start each file's changes with "
+                        "'--- a/path' and '+++ b/path' lines")
+                cur = _Section(pending, pending)
+                sections.append(cur)
+                pending = None
+            j = i + 1
+            while j < len(lines) and not _is_boundary(lines, j):
+                j += 1
+            region = lines[i + 1 : j]
+            body = None
+            if hm.group("sl") is not None and hm.group("tl") is not None:
+                body = _body_by_counts(region, int(hm.group("sl")), int(hm.group("tl")))
+            if body is None:
+                body = _body_by_shape(region)
+            while body and body[-1] == "":
+                body.pop()  # bare empty lines at the end are separators, not context
+            body = [b if b else " " for b in body]
+            if any(b[:1] != "\\" for b in body):
+                start = int(hm.group("s")) if hm.group("s") is not None else None
+                cur.hunks.append((start if start else None, body))
+            i = j
+            continue
+        if _FENCE.match(line):
+            cur = None
+            i += 1
+            continue
+        name = looks_like_path(line)
+        if name is not None:
+            pending = name
+            if cur is not None and not cur.git:
+                cur = None  # a new filename line starts a new file
+        i += 1
+
+
+def normalise(diff_text: str) -> tuple[str, list[_Section]]:
+    """The clean diff text for unidiff and the sections (one per file entry, in order)."""
+    text = diff_text.lstrip("\ufeff").replace("\r\n", "\n")
+    sections: list[_Section] = []
+    for hint, lines in extract_fenced(text):
+        _scan(lines, hint, sections)
+    out = []
+    for sec in sections:
+        out.append(f"--- {sec.old if sec.old is not None else DEV_NULL}")
+        out.append(f"+++ {sec.new if sec.new is not None else DEV_NULL}")
+        for start, body in sec.hunks:
+            old_len = sum(1 for b in body if b[:1] in (" ", "-"))
+            new_len = sum(1 for b in body if b[:1] in (" ", "+"))
+            s = start or 0
+            out.append(f"@@ -{s},{old_len} +{s},{new_len} @@")
+            out.extend(body)
+    return "\n".join(out) + "\n", sections
+
+
+def parse_diff(diff_text: str) -> list[FilePatch]:
+    """Per-file patches from model-written diff text; raises DiffParseError with a model-readable reason."""
+    clean, sections = normalise(diff_text)
+    if not sections:
+        raise DiffParseError("no diff found: expected '--- a/path', '+++ b/path' and '@@' hunk lines")
+    try:
+        patch_set = PatchSet(clean)
+    except UnidiffParseError as exc:
+        raise DiffParseError(f"the diff could not be parsed: {exc}") from None
+    if len(patch_set) != len(sections):
+        raise DiffParseError("the diff's file headers could not be matched up; write one '--- a/path' / "
+                             "'+++ b/path' pair per file")
+    out = []
+    for sec, pf in zip(sections, patch_set, strict=True):
+        fp = FilePatch(sec.old, sec.new, new_mode=sec.new_mode, git=sec.git)
+        for (start, _), uh in zip(sec.hunks, pf, strict=True):
+            hunk = Hunk([], line_hint=start)
+            prev = None
+            for line in uh:
+                if line.line_type == "\\":
+                    if prev in (" ", "-"):
+                        hunk.old_no_newline = True
+                    if prev in (" ", "+"):
+                        hunk.new_no_newline = True
+                    continue
+                kind = line.line_type if line.line_type in ("+", "-") else " "
+                hunk.lines.append((kind, line.value.rstrip("\n")))
+                prev = kind
+            fp.hunks.append(hunk)
+        out.append(fp)
+    return out

@@ -1,0 +1,378 @@
+"""Locate hunks in a file by content and apply them. Shared by unified diffs and SEARCH/REPLACE blocks.
+
+A hunk is a list of (kind, text) lines, kind in " " (context), "-" (removed), "+" (added). Its *source* (the
+context and removed lines) is searched for in the ORIGINAL file; line numbers are only a tie-break. The
+strategies, tried in order, stop at the first one that finds any candidate:
+
+  exact       source lines equal a run of file lines
+  rstrip      equal after dropping trailing whitespace
+  indent      equal after dropping all leading/trailing whitespace, and the indentation difference is one
+              consistent shift; added lines are re-indented by that shift
+  fuzzy       a same-length window whose lines align one to one with the source: mean per-line difflib
+              ratio >= FUZZY_THRESHOLD, every removed line clearly the same line, source has at least
+              FUZZY_MIN_LINES non-blank lines, and the best window unique (no rival within FUZZY_MARGIN)
+
+Several candidates for one strategy: if the hunk states a line number, the candidate nearest to it (after
+correcting by how far the previous hunk of the file was from its stated line) wins if strictly nearest;
+otherwise it is an error naming the candidate lines. Hunks of one file must not overlap.
+
+Applying keeps the FILE's version of context lines (never the hunk's, which may be mangled); removed lines
+are dropped, added lines inserted. So a matched hunk can only change what it marks with "-"/"+".
+"""
+
+from __future__ import annotations
+
+import difflib
+from dataclasses import dataclass, field
+
+FUZZY_THRESHOLD = 0.85  # mean per-line similarity of the window
+FUZZY_MARGIN = 0.05  # a rival window this close to the best makes the match ambiguous
+FUZZY_LINE_MIN = 0.5  # every aligned context line at least this similar
+FUZZY_REMOVED_MIN = 0.75  # every aligned removed line at least this similar (it is the line we delete)
+FUZZY_MIN_LINES = 3  # non-blank source lines needed before fuzzy matching is trusted
+STRATEGIES = ("exact", "rstrip", "indent", "fuzzy")
+
+
+@dataclass
+class Hunk:
+    lines: list[tuple[str, str]]
+    line_hint: int | None = None  # 1-based line of the source's start in the old file, if the diff said
+    old_no_newline: bool = False  # "\ No newline at end of file" after a source line
+    new_no_newline: bool = False  # ... after a target line
+
+    @property
+    def source(self) -> list[str]:
+        return [t for k, t in self.lines if k != "+"]
+
+    @property
+    def target(self) -> list[str]:
+        return [t for k, t in self.lines if k != "-"]
+
+    @property
+    def changes(self) -> bool:
+        return any(k != " " for k, _ in self.lines)
+
+
+@dataclass
+class Shift:
+    """An indentation change for added lines: drop `remove` leading whitespace chars and prepend `add`; or
+    convert leading runs of `tabs` spaces into tabs, or leading tabs into `spaces` spaces."""
+
+    add: str = ""
+    remove: int = 0
+    tabs: int = 0
+    spaces: int = 0
+
+    def apply(self, line: str) -> str:
+        if not line.strip() or self == Shift():
+            return line
+        body = line.lstrip()
+        indent = line[: len(line) - len(body)]
+        if self.tabs:
+            n = len(indent.replace("\t", " " * self.tabs))
+            return "\t" * (n // self.tabs) + " " * (n % self.tabs) + body
+        if self.spaces:
+            return indent.replace("\t", " " * self.spaces) + body
+        return self.add + indent[min(self.remove, len(indent)) :] + body
+
+
+@dataclass
+class Match:
+    start: int  # 0-based index into the original file lines
+    length: int
+    strategy: str
+    shift: Shift = field(default_factory=Shift)
+    score: float = 1.0
+
+
+class HunkError(Exception):
+    """A hunk could not be placed; `reason` is a sentence for the model, `closest` a numbered excerpt."""
+
+    def __init__(self, reason: str, closest: str = ""):
+        super().__init__(reason)
+        self.reason = reason
+        self.closest = closest
+
+
+def _indent(line: str) -> str:
+    return line[: len(line) - len(line.lstrip())]
+
+
+def _indent_map(hi: str, fi: str) -> Shift | None:
+    """The shift turning hunk indentation `hi` into file indentation `fi`, or None if no simple one does."""
+    if fi.endswith(hi):
+        return Shift(add=fi[: len(fi) - len(hi)])
+    if hi.endswith(fi):
+        return Shift(remove=len(hi) - len(fi))
+    if hi and fi and set(hi) == {" "} and set(fi) == {"\t"} and len(hi) % len(fi) == 0:
+        return Shift(tabs=len(hi) // len(fi))  # the model wrote spaces where the file has tabs
+    if hi and fi and set(hi) == {"\t"} and set(fi) == {" "} and len(fi) % len(hi) == 0:
+        return Shift(spaces=len(fi) // len(hi))  # ... or tabs where the file has spaces
+    return None
+
+
+def _consistent_shift(pairs: list[tuple[str, str]], context: bool) -> Shift | None:
+    """One shift explaining every (hunk line, file line) pair's indentation, or None.
+    Pairs where neither side is indented say nothing about tab/space conversion but do rule out adding or
+    removing indentation. For context lines, a file indent of exactly " " + the hunk's indent is the classic
+    "context line lost its leading diff space" mistake and counts as no shift."""
+    shifts, plain = [], 0
+    for h, f in pairs:
+        if not h.strip() or not f.strip():
+            continue
+        hi, fi = _indent(h), _indent(f)
+        if not hi and not fi:
+            plain += 1
+            continue
+        if context and fi == " " + hi:
+            shifts.append(Shift())
+            continue
+        s = _indent_map(hi, fi)
+        if s is None:
+            return None
+        shifts.append(s)
+    if not shifts:
+        return Shift()
+    first = shifts[0]
+    if any(s != first for s in shifts):
+        return None
+    if plain and (first.add or first.remove):
+        return None
+    return first
+
+
+def _shift_for_added(hunk: Hunk, window: list[str]) -> Shift | None:
+    """The shift for added lines: taken from removed lines when there are any (they carry an explicit prefix
+    just like added lines), else from context lines."""
+    removed, context = [], []
+    i = 0
+    for kind, text in hunk.lines:
+        if kind == "+":
+            continue
+        (removed if kind == "-" else context).append((text, window[i]))
+        i += 1
+    if _consistent_shift(context, context=True) is None and not removed:
+        return None
+    if removed:
+        return _consistent_shift(removed, context=False)
+    return _consistent_shift(context, context=True)
+
+
+def _key_exact(s: str) -> str:
+    return s
+
+
+def _key_rstrip(s: str) -> str:
+    return s.rstrip()
+
+
+def _key_strip(s: str) -> str:
+    return s.strip()
+
+
+def _runs(keys_file: list[str], keys_src: list[str], taken: list[tuple[int, int]]) -> list[int]:
+    n = len(keys_src)
+    starts = []
+    for i in range(len(keys_file) - n + 1):
+        if keys_file[i : i + n] == keys_src and not _overlaps(i, n, taken):
+            starts.append(i)
+    return starts
+
+
+def _overlaps(start: int, length: int, taken: list[tuple[int, int]]) -> bool:
+    end = start + length
+    for s, size in taken:
+        e = s + size
+        if start < e and s < end:
+            return True
+        # Two zero-length insertions at the same spot, or an insertion inside a replaced block.
+        if (length == 0 and s < start < e) or (size == 0 and start < s < end) or (length == 0 == size and s == start):
+            return True
+    return False
+
+
+def _line_ratio(a: str, b: str, floor: float) -> float:
+    """Similarity of two stripped lines, or 0.0 as soon as it is certainly below `floor`."""
+    if a == b:
+        return 1.0
+    if not a or not b:
+        return 0.0
+    sm = difflib.SequenceMatcher(None, a, b, autojunk=False)
+    if sm.real_quick_ratio() < floor or sm.quick_ratio() < floor:
+        return 0.0
+    return sm.ratio()
+
+
+def _fuzzy_score(src: list[str], kinds: list[str], window: list[str]) -> float:
+    """Mean per-line similarity of the source and a same-length window (stripped lines), or 0.0 when any
+    aligned pair is too different: a removed line must clearly be the line it deletes (>= FUZZY_REMOVED_MIN),
+    a context line must at least resemble its partner (>= FUZZY_LINE_MIN). Blank lines must align with blank."""
+    total = 0.0
+    for s, k, w in zip(src, kinds, window, strict=True):
+        floor = FUZZY_REMOVED_MIN if k == "-" else FUZZY_LINE_MIN
+        r = 1.0 if s == w else _line_ratio(s, w, floor)
+        if r < floor:
+            return 0.0
+        total += r
+    return total / len(src)
+
+
+def _window_scores(file_lines: list[str], hunk: Hunk, taken) -> list[tuple[float, int]]:
+    src = [s.strip() for s in hunk.source]
+    kinds = [k for k, _ in hunk.lines if k != "+"]
+    n = len(src)
+    stripped = [s.strip() for s in file_lines]
+    out = []
+    for i in range(len(file_lines) - n + 1):
+        if _overlaps(i, n, taken):
+            continue
+        score = _fuzzy_score(src, kinds, stripped[i : i + n])
+        if score > 0:
+            out.append((score, i))
+    return out
+
+
+def numbered(lines: list[str], start: int, end: int, mark: range | None = None) -> str:
+    """Lines [start, end) as "  12 | text" (1-based numbers), ">" marking the lines in `mark`."""
+    start, end = max(0, start), min(len(lines), end)
+    width = len(str(end))
+    out = []
+    for i in range(start, end):
+        flag = ">" if mark is not None and i in mark else " "
+        out.append(f"{flag}{i + 1:>{width}} | {lines[i]}")
+    return "\n".join(out)
+
+
+def closest_excerpt(file_lines: list[str], src: list[str], context: int = 2) -> str:
+    """The file lines most like `src`, numbered, for error messages."""
+    if not file_lines:
+        return "(the file is empty)"
+    if not src:
+        return numbered(file_lines, 0, min(len(file_lines), 8))
+    n = min(len(src), len(file_lines))
+    best = None
+    # Long files: score only windows whose lines share a stripped line with the source, then fall back.
+    wanted = {s.strip() for s in src if s.strip()}
+    starts = {max(0, i - j) for i, s in enumerate(file_lines) if s.strip() in wanted for j in range(n)}
+    cands = sorted(starts) if starts and len(file_lines) > 400 else range(len(file_lines) - n + 1)
+    target = "\n".join(s.strip() for s in src)
+    for i in cands:
+        if i > len(file_lines) - n:
+            continue
+        score = difflib.SequenceMatcher(None, target, "\n".join(x.strip() for x in file_lines[i : i + n])).ratio()
+        if best is None or score > best[0]:
+            best = (score, i)
+    if best is None:
+        return numbered(file_lines, 0, min(len(file_lines), 8))
+    score, i = best
+    return numbered(file_lines, i - context, i + n + context, range(i, i + n)) + f"\n(similarity {score:.2f})"
+
+
+def _pick(cands: list[int], hint: int | None, what: str, n: int) -> int:
+    if len(cands) == 1:
+        return cands[0]
+    lines = ", ".join(str(c + 1) for c in cands[:12]) + (" ..." if len(cands) > 12 else "")
+    if hint is not None:
+        dists = sorted((abs(c - hint), c) for c in cands)
+        if dists[0][0] != dists[1][0]:
+            return dists[0][1]
+        raise HunkError(
+            f"its {what} lines match {len(cands)} places (starting at lines {lines}), and two are equally near "
+            f"the stated line {hint + 1}; add more unchanged context lines so it matches one place only"
+        )
+    raise HunkError(
+        f"its {what} lines match {len(cands)} places (starting at lines {lines}); add more unchanged "
+        "context lines around the change (or a correct @@ line number) so it matches one place only"
+    )
+
+
+def locate(file_lines: list[str], hunk: Hunk, taken: list[tuple[int, int]], hint: int | None) -> Match:
+    """Find where `hunk` applies in `file_lines` (0-based `hint`), avoiding ranges already `taken`."""
+    src = hunk.source
+    n = len(src)
+    if n == 0:
+        # Pure insertion without context: only a stated line number (or an empty file) can place it.
+        if not file_lines:
+            return Match(0, 0, "exact")
+        if hint is None:
+            raise HunkError("it has no context or removed lines, so there is nothing to find it by; "
+                            "include a few unchanged lines around the insertion point")
+        pos = min(max(hint, 0), len(file_lines))
+        if _overlaps(pos, 0, taken):
+            raise HunkError("it inserts inside a region another hunk already changes")
+        return Match(pos, 0, "line-number")
+    if n > len(file_lines):
+        raise HunkError(f"it expects {n} source lines but the file has only {len(file_lines)}",
+                        closest_excerpt(file_lines, src))
+
+    for strategy, key in (("exact", _key_exact), ("rstrip", _key_rstrip), ("indent", _key_strip)):
+        keys_file = [key(x) for x in file_lines]
+        cands = _runs(keys_file, [key(x) for x in src], taken)
+        if strategy == "indent":
+            cands = [c for c in cands if _shift_for_added(hunk, file_lines[c : c + n]) is not None]
+        if not cands:
+            continue
+        start = _pick(cands, hint, "source", n)
+        shift = _shift_for_added(hunk, file_lines[start : start + n]) if strategy == "indent" else Shift()
+        return Match(start, n, strategy, shift or Shift())
+
+    closest = closest_excerpt(file_lines, src)
+    if sum(1 for s in src if s.strip()) < FUZZY_MIN_LINES:
+        raise HunkError("its context/removed lines were not found in the file (exact or ignoring whitespace)",
+                        closest)
+    scores = _window_scores(file_lines, hunk, taken)
+    good = sorted((s for s in scores if s[0] >= FUZZY_THRESHOLD), reverse=True)
+    if not good:
+        raise HunkError("its context/removed lines were not found in the file, not even approximately", closest)
+    best_score, best = good[0]
+    rivals = [i for s, i in good[1:] if s >= best_score - FUZZY_MARGIN and (s == best_score or abs(i - best) >= n)]
+    if rivals:
+        lines = ", ".join(str(i + 1) for i in sorted([best, *rivals])[:12])
+        raise HunkError(
+            f"its context/removed lines were not found exactly, and approximate matches are ambiguous "
+            f"(lines {lines}); copy the lines exactly from the file", closest)
+    window = file_lines[best : best + n]
+    shift = _shift_for_added(hunk, window) or Shift()
+    return Match(best, n, "fuzzy", shift, best_score)
+
+
+def apply_hunks(file_lines: list[str], file_endings: list[str], hunks: list[Hunk]):
+    """Locate every hunk against the original, then splice. Returns (lines, endings, matches) where a new
+    line's ending is None. Raises HunkError with `.index` set to the failing hunk's 0-based index."""
+    taken: list[tuple[int, int]] = []
+    matches: list[Match] = []
+    drift = 0  # how far the previous hunk was found from its stated line
+    for idx, hunk in enumerate(hunks):
+        hint = None if hunk.line_hint is None else max(0, hunk.line_hint - 1 + drift)
+        if not hunk.source and hunk.line_hint is not None:
+            # -S,0 means "after line S": the insertion index is S itself.
+            hint = max(0, hunk.line_hint + drift)
+        try:
+            m = locate(file_lines, hunk, taken, hint)
+        except HunkError as exc:
+            exc.index = idx
+            raise
+        if hunk.line_hint is not None:
+            drift = m.start - (hunk.line_hint - (1 if hunk.source else 0))
+        taken.append((m.start, m.length))
+        matches.append(m)
+
+    out_lines: list[str] = list(file_lines)
+    out_endings: list[str | None] = list(file_endings)
+    for hunk, m in sorted(zip(hunks, matches, strict=True), key=lambda hm: hm[1].start, reverse=True):
+        new_lines: list[str] = []
+        new_endings: list[str | None] = []
+        i = m.start
+        for kind, text in hunk.lines:
+            if kind == " ":
+                new_lines.append(file_lines[i])
+                new_endings.append(file_endings[i])
+                i += 1
+            elif kind == "-":
+                i += 1
+            else:
+                new_lines.append(m.shift.apply(text))
+                new_endings.append(None)
+        out_lines[m.start : m.start + m.length] = new_lines
+        out_endings[m.start : m.start + m.length] = new_endings
+    return out_lines, out_endings, matches

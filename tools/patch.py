@@ -1,0 +1,387 @@
+"""Apply model edits to a Workspace: unified diffs, SEARCH/REPLACE blocks, whole files.
+
+All or nothing: every new file content is computed in memory first; if any hunk, block or path fails, a
+PatchError is raised and no file is touched. Writes are atomic per file (temp + os.replace), and if a
+later write of the same edit fails the earlier ones are rolled back. Each file keeps its encoding, BOM,
+newline style (LF/CRLF, per line for untouched lines), final-newline presence and mode.
+
+How hunks are found (exact -> rstrip -> indent -> fuzzy, line numbers only as a tie-break) is in
+tools/hunks.py; how sloppy diffs are repaired before unidiff parses them is in tools/diff_parse.py; the
+SEARCH/REPLACE parser is in tools/search_replace.py.
+"""
+
+from __future__ import annotations
+
+import difflib
+import os
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from tools.diff_parse import DiffParseError, FilePatch, parse_diff
+from tools.hunks import Hunk, HunkError, apply_hunks
+from tools.search_replace import SearchReplace, parse_search_replace_blocks, search_replace_hunk
+from tools.textfile import TextFile, atomic_write, check_encodable
+from tools.workspace import Workspace, WorkspaceError
+
+__all__ = [
+    "HunkResult", "PatchError", "PatchResult", "SearchReplace", "apply_patch", "apply_search_replace",
+    "apply_search_replace_blocks", "parse_search_replace_blocks", "write_file",
+]
+
+MAX_SHOWN_LINES = 12
+
+
+class PatchError(ValueError):
+    """An edit that was not applied (nothing was written). `message` is written for the model."""
+
+    def __init__(self, message: str, path: str | None = None, hunk: int | None = None):
+        super().__init__(message)
+        self.message = message
+        self.path = path
+        self.hunk = hunk  # 1-based hunk/block number within `path`, when one hunk is to blame
+
+
+@dataclass
+class HunkResult:
+    file: str
+    index: int  # 0-based, per file, in the order the edit lists them
+    strategy: str  # exact | rstrip | indent | fuzzy | line-number | create | delete | whole
+    start_line: int  # 1-based line in the original file where the hunk's source begins
+
+
+@dataclass
+class PatchResult:
+    files_changed: list[str] = field(default_factory=list)
+    new_contents: dict[str, str | None] = field(default_factory=dict)  # as written to disk; None = deleted
+    hunks: list[HunkResult] = field(default_factory=list)
+    diff: str = ""
+
+    def summary(self) -> str:
+        """One line per file, for the model's next prompt."""
+        parts = []
+        for path in self.files_changed:
+            hs = [h for h in self.hunks if h.file == path]
+            how = ", ".join(f"{h.strategy}@{h.start_line}" for h in hs)
+            state = "deleted" if self.new_contents.get(path) is None else "updated"
+            parts.append(f"{path}: {state}" + (f" ({len(hs)} hunks: {how})" if hs else ""))
+        return "\n".join(parts) if parts else "no files changed"
+
+
+@dataclass
+class _Change:
+    rel: str
+    real: Path
+    before: TextFile | None  # None: the file did not exist
+    after: TextFile | None  # None: delete
+
+
+class _Plan:
+    """The in-memory result of an edit, committed to disk only when complete."""
+
+    def __init__(self, ws: Workspace):
+        self.ws = ws
+        self.changes: dict[str, _Change] = {}
+        self.hunks: list[HunkResult] = []
+
+    def current(self, rel: str) -> TextFile | None:
+        """The file's content as this plan has it so far (disk, or an earlier edit in the same plan)."""
+        if rel in self.changes:
+            return self.changes[rel].after
+        real = self.ws.resolve(rel)
+        if real.is_dir():
+            raise WorkspaceError(f"{rel!r} is a directory, not a file")
+        if not real.exists():
+            return None
+        return TextFile.load(real, rel)
+
+    def set(self, rel: str, after: TextFile | None) -> None:
+        if rel in self.changes:
+            self.changes[rel].after = after
+            return
+        real = self.ws.resolve(rel)
+        before = TextFile.load(real, rel) if real.exists() else None
+        self.changes[rel] = _Change(rel, real, before, after)
+
+    def result(self) -> PatchResult:
+        res = PatchResult(hunks=self.hunks)
+        diffs = []
+        for rel, ch in self.changes.items():
+            old = ch.before.text if ch.before else None
+            new = ch.after.text if ch.after else None
+            if old == new and (ch.before is None) == (ch.after is None):
+                continue
+            res.files_changed.append(rel)
+            res.new_contents[rel] = new
+            diffs.append("".join(difflib.unified_diff(
+                (old or "").replace("\r\n", "\n").splitlines(keepends=True),
+                (new or "").replace("\r\n", "\n").splitlines(keepends=True),
+                fromfile=f"a/{rel}" if old is not None else "/dev/null",
+                tofile=f"b/{rel}" if new is not None else "/dev/null",
+            )))
+        res.diff = "".join(d if d.endswith("\n") or not d else d + "\n" for d in diffs)
+        return res
+
+    def commit(self) -> None:
+        changes = [c for c in self.changes.values() if not (c.before is None and c.after is None)]
+        payloads = {}
+        for ch in changes:
+            if ch.after is not None:
+                try:
+                    check_encodable(ch.after, ch.rel)
+                except WorkspaceError as exc:
+                    raise PatchError(str(exc) + "\nNo files were changed.", ch.rel) from None
+                payloads[ch.rel] = ch.after.encode()
+        done: list[_Change] = []
+        try:
+            for ch in changes:
+                if ch.after is not None:
+                    mode = ch.after.mode if ch.after.mode is not None else (ch.before.mode if ch.before else None)
+                    atomic_write(ch.real, payloads[ch.rel], mode)
+                elif ch.real.exists():
+                    os.unlink(ch.real)
+                done.append(ch)
+        except OSError as exc:
+            for ch in reversed(done):  # put back what this edit already wrote
+                try:
+                    if ch.before is None:
+                        os.unlink(ch.real)
+                    else:
+                        atomic_write(ch.real, ch.before.encode(), ch.before.mode)
+                except OSError:
+                    pass
+            raise PatchError(f"writing {ch.rel!r} failed ({exc}); no files were changed", ch.rel) from None
+
+
+def _excerpt(lines: list[str], indent: str = "    ") -> str:
+    shown = lines[:MAX_SHOWN_LINES]
+    more = f"\n{indent}... ({len(lines) - len(shown)} more lines)" if len(lines) > len(shown) else ""
+    return "\n".join(indent + (line if line.strip() else "") for line in shown) + more
+
+
+def _similar_files(ws: Workspace, rel: str) -> str:
+    names = []
+    for dirpath, dirnames, filenames in os.walk(ws.root):
+        dirnames[:] = [d for d in dirnames if d != ".git" and not d.startswith(".") and d != "node_modules"]
+        for f in filenames:
+            names.append(os.path.relpath(os.path.join(dirpath, f), ws.root).replace(os.sep, "/"))
+        if len(names) > 5000:
+            break
+    close = difflib.get_close_matches(rel, names, n=3, cutoff=0.5)
+    base = os.path.basename(rel)
+    close += [n for n in names if os.path.basename(n) == base and n not in close][:3]
+    return f" Did you mean: {', '.join(close)}?" if close else ""
+
+
+def _strip_prefix(ws: Workspace, raw: str, prefix: str, certain: bool) -> str:
+    """'a/x.py' -> 'x.py', unless 'a/x.py' is itself a file here and 'x.py' is not (a real dir named a/)."""
+    if not raw.startswith(prefix):
+        return ws.relpath(raw)
+    stripped = raw[len(prefix) :]
+    if not certain:
+        try:
+            if ws.exists(raw) and not ws.exists(stripped):
+                return ws.relpath(raw)
+        except WorkspaceError:
+            pass
+    return ws.relpath(stripped)
+
+
+def _paths(ws: Workspace, fp: FilePatch) -> tuple[str | None, str | None]:
+    certain = fp.git or (
+        fp.old_path is not None and fp.new_path is not None
+        and fp.old_path.startswith("a/") and fp.new_path.startswith("b/")
+    )
+    old = _strip_prefix(ws, fp.old_path, "a/", certain) if fp.old_path is not None else None
+    new = _strip_prefix(ws, fp.new_path, "b/", certain) if fp.new_path is not None else None
+    return old, new
+
+
+def _hunk_failure(rel: str, exc: HunkError, hunks: list[Hunk], what: str = "Hunk") -> PatchError:
+    idx = getattr(exc, "index", 0)
+    hunk = hunks[idx]
+    where = f" (its @@ line says line {hunk.line_hint})" if hunk.line_hint else ""
+    msg = [f"{what} {idx + 1} of {len(hunks)} for {rel}{where} was not applied: {exc.reason}."]
+    if hunk.source:
+        msg.append(f"The lines it expected to find:\n{_excerpt(hunk.source)}")
+    if exc.closest:
+        msg.append(f"Closest lines in {rel} now (line | text):\n{exc.closest}")
+    return PatchError("\n".join(msg), rel, idx + 1)
+
+
+def _final_newline(before: TextFile, hunks: list[Hunk], matches, n_lines: int) -> bool:
+    final = before.final_newline
+    for hunk, m in zip(hunks, matches, strict=True):
+        if m.start + m.length != n_lines:
+            continue  # "\ No newline" markers only matter for the hunk touching the end of the file
+        if hunk.new_no_newline:
+            final = False
+        elif hunk.old_no_newline:
+            final = True
+    return final
+
+
+def _created(hunks: list[Hunk], encoding: str = "utf-8") -> TextFile:
+    lines = [t for h in hunks for t in h.target]
+    tf = TextFile([], [], encoding)
+    return tf.with_lines(lines, [None] * len(lines), final_newline=not any(h.new_no_newline for h in hunks))
+
+
+def _plan_file_patch(ws: Workspace, plan: _Plan, fp: FilePatch, old: str | None, new: str | None) -> None:
+    if fp.is_new or (old is not None and plan.current(old) is None and all(not h.source for h in fp.hunks)):
+        rel = new or old
+        assert rel is not None
+        existing = plan.current(rel)
+        created = _created(fp.hunks)
+        if existing is not None and existing.text.replace("\r\n", "\n") != created.text:
+            raise PatchError(f"{rel} already exists, but the diff creates it as a new file; write a diff "
+                             f"against its current content instead.", rel)
+        if fp.new_mode:
+            created.mode = int(fp.new_mode[-3:], 8)
+        plan.set(rel, created)
+        plan.hunks.append(HunkResult(rel, 0, "create", 1))
+        return
+    assert old is not None
+    before = plan.current(old)
+    if before is None:
+        raise PatchError(f"{old} does not exist, so its hunks cannot be applied.{_similar_files(ws, old)}", old)
+    if fp.is_deleted:
+        plan.set(old, None)
+        plan.hunks.append(HunkResult(old, 0, "delete", 1))
+        return
+    try:
+        lines, endings, matches = apply_hunks(before.lines, before.endings, fp.hunks)
+    except HunkError as exc:
+        raise _hunk_failure(old, exc, fp.hunks) from None
+    after = before.with_lines(lines, endings, _final_newline(before, fp.hunks, matches, len(before.lines)))
+    if fp.new_mode:
+        after.mode = int(fp.new_mode[-3:], 8)
+    target = new or old
+    if target != old:
+        if plan.current(target) is not None:
+            raise PatchError(f"cannot rename {old} to {target}: {target} already exists", target)
+        plan.set(old, None)
+    plan.set(target, after)
+    for i, m in enumerate(matches):
+        plan.hunks.append(HunkResult(target, i, m.strategy, m.start + 1))
+
+
+def _merge_same_file(ws: Workspace, patches: list[FilePatch]):
+    """(old, new, FilePatch) per file; two sections for one file are merged (hunks all refer to the original)."""
+    merged: dict[tuple[str | None, str | None], FilePatch] = {}
+    for fp in patches:
+        key = _paths(ws, fp)
+        if key in merged and not fp.is_new and not fp.is_deleted:
+            merged[key].hunks.extend(fp.hunks)
+        else:
+            if key in merged:
+                raise PatchError(f"the diff names {key[1] or key[0]} twice; send one section per file")
+            merged[key] = fp
+    return [(old, new, fp) for (old, new), fp in merged.items()]
+
+
+def _finish(plan: _Plan, dry_run: bool) -> PatchResult:
+    result = plan.result()
+    if not dry_run:
+        plan.commit()
+    return result
+
+
+def _guard(fn):
+    """Turn workspace and decoding errors into PatchErrors that say nothing was changed."""
+
+    def wrapper(*args, **kwargs):
+        try:
+            return fn(*args, **kwargs)
+        except PatchError as exc:
+            if "No files were changed" not in exc.message and "no files were changed" not in exc.message:
+                exc.message += "\nNo files were changed."
+                exc.args = (exc.message,)
+            raise
+        except (WorkspaceError, DiffParseError) as exc:
+            raise PatchError(f"{exc}\nNo files were changed.") from None
+
+    wrapper.__name__ = fn.__name__
+    wrapper.__doc__ = fn.__doc__
+    return wrapper
+
+
+@_guard
+def apply_patch(ws: Workspace, diff_text: str, dry_run: bool = False) -> PatchResult:
+    """Apply a unified diff (one or more files; new, deleted, renamed). Raises PatchError, writing nothing."""
+    patches = parse_diff(diff_text)
+    plan = _Plan(ws)
+    errors: list[PatchError] = []
+    for old, new, fp in _merge_same_file(ws, patches):
+        try:
+            _plan_file_patch(ws, plan, fp, old, new)
+        except PatchError as exc:
+            errors.append(exc)  # keep going: the model should hear about every file that failed at once
+    if errors:
+        first = errors[0]
+        raise PatchError("\n\n".join(e.message for e in errors), first.path, first.hunk)
+    return _finish(plan, dry_run)
+
+
+@_guard
+def apply_search_replace_blocks(ws: Workspace, blocks: list[SearchReplace], dry_run: bool = False) -> PatchResult:
+    """Apply SEARCH/REPLACE blocks in order (a later block sees the earlier ones' result), all or nothing."""
+    plan = _Plan(ws)
+    counts: dict[str, int] = {}
+    for n, block in enumerate(blocks, 1):
+        rel = ws.relpath(block.path)
+        idx = counts.get(rel, 0)
+        counts[rel] = idx + 1
+        current = plan.current(rel)
+        search = block.search.replace("\r\n", "\n")
+        if not search.strip():
+            if current is not None and current.text.strip():
+                raise PatchError(f"Block {n} ({rel}) has an empty SEARCH section, but {rel} already has "
+                                 f"content; put the lines next to your change in SEARCH.", rel, n)
+            replace = block.replace.replace("\r\n", "\n")
+            lines = replace.split("\n")
+            if lines and lines[-1] == "":
+                lines.pop()
+            base = current if current is not None else TextFile([], [])
+            plan.set(rel, base.with_lines(lines, [None] * len(lines), final_newline=True))
+            plan.hunks.append(HunkResult(rel, idx, "create", 1))
+            continue
+        if current is None:
+            raise PatchError(f"Block {n}: {rel} does not exist.{_similar_files(ws, rel)} To create a file, "
+                             f"leave SEARCH empty.", rel, n)
+        hunk = search_replace_hunk(search, block.replace.replace("\r\n", "\n"))
+        try:
+            lines, endings, (m,) = apply_hunks(current.lines, current.endings, [hunk])
+        except HunkError as exc:
+            err = _hunk_failure(rel, exc, [hunk], what="SEARCH block")
+            raise PatchError(err.message.replace("SEARCH block 1 of 1", f"SEARCH/REPLACE block {n}", 1)
+                             .replace("The lines it expected to find", "The SEARCH text"), rel, n) from None
+        final = current.final_newline
+        plan.set(rel, current.with_lines(lines, endings, final))
+        plan.hunks.append(HunkResult(rel, idx, m.strategy, m.start + 1))
+    return _finish(plan, dry_run)
+
+
+def apply_search_replace(ws: Workspace, path: str, search: str, replace: str, dry_run: bool = False) -> PatchResult:
+    """Replace the one place in `path` that matches `search` (same matching as diff hunks) with `replace`."""
+    return apply_search_replace_blocks(ws, [SearchReplace(path, search, replace)], dry_run=dry_run)
+
+
+@_guard
+def write_file(ws: Workspace, path: str, content: str, dry_run: bool = False) -> PatchResult:
+    """Replace (or create) a whole file. An existing file keeps its newline style, final-newline presence,
+    encoding and mode; a new non-empty file gets a final newline."""
+    rel = ws.relpath(path)
+    plan = _Plan(ws)
+    current = plan.current(rel)
+    text = content.replace("\r\n", "\n")
+    lines = text.split("\n")
+    had_final = text.endswith("\n")
+    if had_final:
+        lines.pop()
+    if text == "":
+        lines = []
+    base = current if current is not None else TextFile([], [])
+    final = current.final_newline if current is not None and current.lines else True
+    plan.set(rel, base.with_lines(lines, [None] * len(lines), final_newline=final))
+    plan.hunks.append(HunkResult(rel, 0, "whole", 1))
+    return _finish(plan, dry_run)

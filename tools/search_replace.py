@@ -1,0 +1,122 @@
+"""aider-style SEARCH/REPLACE blocks: parsing, and turning one block into a hunk.
+
+    path/to/file.py
+    ```python
+    <<<<<<< SEARCH
+    old lines
+    =======
+    new lines
+    >>>>>>> REPLACE
+    ```
+
+The filename is the nearest non-fence line above the block; several blocks in one fence share it. Prose
+and fences around blocks are ignored. A block becomes a hunk via difflib (equal lines -> context, the rest
+-> removed/added), so it is located exactly like a diff hunk and unchanged lines are taken from the file.
+"""
+
+from __future__ import annotations
+
+import difflib
+import re
+from dataclasses import dataclass
+
+from tools.diff_parse import looks_like_path
+from tools.hunks import Hunk
+
+_SEARCH = re.compile(r"^\s*<{5,9}\s*SEARCH\b.*$")
+_DIVIDER = re.compile(r"^\s*={5,9}\s*$")
+_REPLACE = re.compile(r"^\s*>{5,9}\s*REPLACE\b.*$")
+_FENCE = re.compile(r"^\s*(`{3,}|~{3,})")
+
+
+@dataclass(frozen=True)
+class SearchReplace:
+    path: str
+    search: str
+    replace: str
+
+
+class SearchReplaceParseError(ValueError):
+    pass
+
+
+def _filename_above(lines: list[str], i: int, previous: str | None) -> str | None:
+    j = i - 1
+    while j >= 0:
+        line = lines[j]
+        if _REPLACE.match(line):
+            return previous  # another block in the same fence: same file
+        if not line.strip():
+            j -= 1
+            continue
+        m = _FENCE.match(line)
+        if m:
+            info = line.strip().lstrip("`~").strip()
+            for word in re.split(r"[\s:]+", info)[1:] if info else []:
+                if looks_like_path(word):
+                    return looks_like_path(word)
+            j -= 1
+            continue
+        return looks_like_path(line)
+    return None
+
+
+def parse_search_replace_blocks(text: str) -> list[SearchReplace]:
+    """Every SEARCH/REPLACE block in a model reply, in order. Raises ValueError (message for the model) on an
+    unterminated block or a block without a filename."""
+    from tools.patch import PatchError  # the public error type; imported late to avoid a cycle
+
+    lines = text.replace("\r\n", "\n").split("\n")
+    blocks: list[SearchReplace] = []
+    previous: str | None = None
+    i = 0
+    while i < len(lines):
+        if not _SEARCH.match(lines[i]):
+            i += 1
+            continue
+        n = len(blocks) + 1
+        path = _filename_above(lines, i, previous)
+        if path is None:
+            raise PatchError(f"SEARCH/REPLACE block {n} has no file name; put the file's path alone on the line "
+                             "just before the block (or before its ``` fence).", hunk=n)
+        j = i + 1
+        while j < len(lines) and not _DIVIDER.match(lines[j]):
+            if _SEARCH.match(lines[j]) or _REPLACE.match(lines[j]):
+                break
+            j += 1
+        if j >= len(lines) or not _DIVIDER.match(lines[j]):
+            raise PatchError(f"SEARCH/REPLACE block {n} ({path}) has no ======= line after its SEARCH part.",
+                             path, n)
+        k = j + 1
+        while k < len(lines) and not _REPLACE.match(lines[k]):
+            if _SEARCH.match(lines[k]) or _DIVIDER.match(lines[k]):
+                break
+            k += 1
+        if k >= len(lines) or not _REPLACE.match(lines[k]):
+            raise PatchError(f"SEARCH/REPLACE block {n} ({path}) is not closed with a >>>>>>> REPLACE line.",
+                             path, n)
+        search = "\n".join(lines[i + 1 : j])
+        replace = "\n".join(lines[j + 1 : k])
+        blocks.append(SearchReplace(path, search + "\n" if search else "", replace + "\n" if replace else ""))
+        previous = path
+        i = k + 1
+    return blocks
+
+
+def _split(text: str) -> list[str]:
+    lines = text.split("\n")
+    if lines and lines[-1] == "":
+        lines.pop()
+    return lines
+
+
+def search_replace_hunk(search: str, replace: str) -> Hunk:
+    s, r = _split(search), _split(replace)
+    lines: list[tuple[str, str]] = []
+    for tag, i1, i2, j1, j2 in difflib.SequenceMatcher(None, s, r, autojunk=False).get_opcodes():
+        if tag == "equal":
+            lines += [(" ", x) for x in s[i1:i2]]
+        else:
+            lines += [("-", x) for x in s[i1:i2]]
+            lines += [("+", x) for x in r[j1:j2]]
+    return Hunk(lines)
