@@ -1,0 +1,35 @@
+"""EngineConfig: every knob of the engine in one validated place."""
+
+from __future__ import annotations
+
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+
+class EngineConfig(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    model: str = "smollm2-135m"
+    # "auto": bfloat16 on CUDA and on CPU (measured faster than float32 on CPU, see engine/bench.py).
+    dtype: Literal["auto", "float32", "bfloat16", "float16"] = "auto"
+    device: str = "auto"  # "auto" -> cuda when available, else cpu
+    num_threads: int | None = Field(default=None, ge=1)  # CPU intra-op threads; None keeps torch's default
+
+    # Paged KV cache: num_blocks wins over kv_cache_memory_mb; both None -> a device-dependent default.
+    block_size: int = Field(default=16, ge=1, le=1024)
+    num_blocks: int | None = Field(default=None, ge=1)
+    kv_cache_memory_mb: int | None = Field(default=None, ge=1)
+    max_model_len: int | None = Field(default=None, ge=2)  # capped by the model and by the pool size
+
+    # Scheduler: token budget of one forward pass (the chunked-prefill chunk) and the batch cap.
+    max_num_batched_tokens: int = Field(default=1024, ge=1)
+    max_num_seqs: int = Field(default=16, ge=1)
+    enable_prefix_caching: bool = True
+    scheduling_policy: Literal["fcfs", "cache_aware"] = "fcfs"
+
+    # Speculative decoding (engine/speculative.py): drafts verified in one forward pass.
+    speculative: bool = False
+    num_speculative_tokens: int = Field(default=8, ge=1)
+    prompt_lookup_min: int = Field(default=2, ge=1)
+    prompt_lookup_max: int = Field(default=4, ge=1)

@@ -1,0 +1,400 @@
+"""Engine: requests in, tokens out, one scheduler step (= one forward pass) at a time.
+
+Low level (the server drives this from one worker thread; the engine is not thread-safe):
+    rid = eng.add_request(prompt, params); outs = eng.step(); eng.abort(rid); eng.has_unfinished()
+High level: eng.generate(prompts, params) and eng.stream(prompt, params).
+
+Speculative decoding plugs in through `self.drafter` (built by engine.speculative.make_drafter(engine)
+when config.speculative): before each step `drafter.propose(seq) -> list[int]` may give a decoding
+sequence draft tokens; the step computes them in the same pass (a verify span), accepts the longest
+prefix that matches what the sampler picks at each position, and rolls the KV back past the first
+mismatch by truncating the sequence's computed length. Sampling-then-comparing is exact for
+deterministic drafts: a draft d is kept with probability p(d), otherwise the sampled token is
+distributed as p without d.
+"""
+
+from __future__ import annotations
+
+import itertools
+import logging
+import time
+import uuid
+from collections.abc import Iterator
+from collections.abc import Sequence as Seq
+
+import torch
+from pydantic import ValidationError
+
+from engine.config import EngineConfig
+from engine.errors import EngineError, InvalidRequestError
+from engine.kv_cache import KVCache, bytes_per_block, default_num_blocks
+from engine.loader import LoadedModel, load_model
+from engine.model import LlamaModel, Span, max_positions_for
+from engine.outputs import EngineStats, RequestOutput
+from engine.prefix_cache import BlockManager
+from engine.sampler import SamplingParams, make_generator, sample
+from engine.scheduler import ScheduledSpan, Scheduler
+from engine.sequence import Sequence, Status
+
+log = logging.getLogger(__name__)
+
+DTYPES = {"float32": torch.float32, "bfloat16": torch.bfloat16, "float16": torch.float16}
+PromptLike = str | list[int]
+
+
+def next_token(seq: Sequence, logits: torch.Tensor, greedy_token: int) -> int:
+    """The token `seq` emits at its next position: forced, greedy (argmax precomputed for the batch)
+    or sampled."""
+    forced = seq.params.forced_token_ids
+    if forced is not None:
+        return forced[seq.num_output_tokens]
+    if seq.params.greedy:
+        return greedy_token
+    return sample(logits, seq.params, seq.generator)
+
+
+class Engine:
+    def __init__(self, loaded: LoadedModel, config: EngineConfig):
+        self.config = config
+        self.model_name = loaded.name
+        self.tokenizer = loaded.tokenizer
+        self.hf_config = loaded.hf_config
+        self.eos_token_ids = set(loaded.eos_token_ids)
+        self.device = torch.device(
+            ("cuda" if torch.cuda.is_available() else "cpu") if config.device == "auto" else config.device
+        )
+        # bf16 on CPU too: measured faster than fp32 for decode and prefill (engine/bench.py --dtype).
+        self.dtype = torch.bfloat16 if config.dtype == "auto" else DTYPES[config.dtype]
+        if config.num_threads:
+            torch.set_num_threads(config.num_threads)
+
+        max_positions = max_positions_for(loaded.hf_config, config.max_model_len)
+        self.model = LlamaModel(loaded.hf_config, loaded.weights, self.dtype, self.device, max_positions)
+        loaded.weights = {}  # the model holds its own (fused, cast) copies
+        m = self.model
+        per_block = bytes_per_block(m.num_layers, config.block_size, m.num_kv_heads, m.head_dim, self.dtype)
+        num_blocks = config.num_blocks or default_num_blocks(per_block, self.device, config.kv_cache_memory_mb)
+        self.max_model_len = min(max_positions, num_blocks * config.block_size)
+        self.kv = KVCache(m.num_layers, num_blocks, config.block_size, m.num_kv_heads, m.head_dim,
+                          self.dtype, self.device)
+        self.blocks = BlockManager(num_blocks, config.block_size, config.enable_prefix_caching)
+        self.scheduler = Scheduler(config, self.blocks)
+        self.requests: dict[str, Sequence] = {}
+        self._finished_pending: list[Sequence] = []  # aborted since the last step
+        self._ids = itertools.count()
+        self.draft_tokens = 0
+        self.accepted_draft_tokens = 0
+        self.drafter = self._make_drafter() if config.speculative else None
+
+    @classmethod
+    def from_pretrained(cls, name_or_path: str = "smollm2-135m", **config) -> Engine:
+        cfg = config.pop("config", None) or EngineConfig(model=str(name_or_path), **config)
+        return cls(load_model(cfg.model), cfg)
+
+    def _make_drafter(self):
+        try:
+            from engine.speculative import make_drafter
+        except ImportError:
+            log.warning("speculative=True but engine.speculative is not available; decoding without drafts")
+            return None
+        return make_drafter(self)
+
+    # ---- requests ----
+
+    def apply_chat_template(self, messages: list[dict]) -> list[int]:
+        try:
+            ids = self.tokenizer.apply_chat_template(messages, add_generation_prompt=True, tokenize=True)
+        except Exception as exc:  # template errors (bad roles, missing content) are the caller's
+            raise InvalidRequestError(f"cannot apply the chat template: {exc}") from exc
+        if not isinstance(ids, list):
+            ids = ids["input_ids"]
+        return list(ids)
+
+    def tokenize(self, prompt: PromptLike) -> list[int]:
+        if isinstance(prompt, str):
+            ids = self.tokenizer(prompt)["input_ids"]
+        elif isinstance(prompt, list | tuple) and all(isinstance(t, int) and not isinstance(t, bool) for t in prompt):
+            ids = list(prompt)
+            bad = [t for t in ids if not 0 <= t < self.model.vocab_size]
+            if bad:
+                raise InvalidRequestError(f"token ids out of range [0, {self.model.vocab_size}): {bad[:5]}")
+        else:
+            raise InvalidRequestError("a prompt is a string or a list of token ids")
+        if not ids:
+            raise InvalidRequestError("the prompt is empty")
+        return ids
+
+    def add_request(self, prompt: PromptLike, params: SamplingParams | dict | None = None,
+                    request_id: str | None = None, cache_salt: str | None = None) -> str:
+        """Validate and queue a request; return its id. Raises InvalidRequestError, changing nothing."""
+        params = self._params(params)
+        ids = self.tokenize(prompt)
+        if len(ids) >= self.max_model_len:
+            raise InvalidRequestError(
+                f"the prompt has {len(ids)} tokens; the context is {self.max_model_len} tokens "
+                "(at least one must be left to generate)"
+            )
+        if params.forced_token_ids is not None:
+            bad = [t for t in params.forced_token_ids if not 0 <= t < self.model.vocab_size]
+            if not params.forced_token_ids or bad:
+                raise InvalidRequestError(f"forced_token_ids must be non-empty token ids in range; bad: {bad[:5]}")
+        if cache_salt is not None and not isinstance(cache_salt, str):
+            raise InvalidRequestError("cache_salt must be a string")
+        rid = request_id if request_id is not None else f"req-{next(self._ids)}-{uuid.uuid4().hex[:8]}"
+        if rid in self.requests:
+            raise InvalidRequestError(f"request id {rid!r} is already in use")
+        seq = Sequence(rid, ids, params, cache_salt, make_generator(params, self.device))
+        self.requests[rid] = seq
+        self.scheduler.add(seq)
+        return rid
+
+    def _params(self, params) -> SamplingParams:
+        if params is None:
+            return SamplingParams()
+        if isinstance(params, SamplingParams):
+            try:
+                return SamplingParams.model_validate(params.model_dump())
+            except ValidationError as exc:
+                raise InvalidRequestError(f"invalid sampling params: {exc}") from exc
+        if isinstance(params, dict):
+            try:
+                return SamplingParams(**params)
+            except ValidationError as exc:
+                raise InvalidRequestError(f"invalid sampling params: {exc}") from exc
+        raise InvalidRequestError(f"params must be SamplingParams or a dict, not {type(params).__name__}")
+
+    def abort(self, request_id: str) -> None:
+        """Free the request's KV blocks now; the next step() reports it finished with reason "abort"."""
+        seq = self.requests.get(request_id)
+        if seq is None or seq.finished:
+            return
+        self.scheduler.remove(seq)
+        seq.finish("abort")
+        self._finished_pending.append(seq)
+
+    def has_unfinished(self) -> bool:
+        return self.scheduler.has_unfinished() or bool(self._finished_pending)
+
+    def stats(self) -> EngineStats:
+        return EngineStats(
+            **self.blocks.counts(),
+            num_running=len(self.scheduler.running),
+            num_waiting=len(self.scheduler.waiting),
+            preemptions=self.scheduler.num_preemptions,
+            draft_tokens=self.draft_tokens,
+            accepted_draft_tokens=self.accepted_draft_tokens,
+        )
+
+    # ---- one step ----
+
+    def step(self) -> list[RequestOutput]:
+        outputs = [self._emit(seq) for seq in self._finished_pending]
+        self._finished_pending.clear()
+        if self.drafter is not None:
+            self._propose_drafts()
+        plan = self.scheduler.schedule()
+        if not plan.spans:
+            return outputs
+        spans = [self._span(sp) for sp in plan.spans]
+        try:
+            with torch.inference_mode():
+                batch = self.model.prepare(spans, self.config.block_size)
+                logits = self.model.forward(batch, self.kv)
+                greedy = logits.argmax(-1).tolist()
+        except Exception as exc:  # the whole pass failed: fail its requests, keep the engine alive
+            log.exception("forward pass failed")
+            for sp in plan.spans:
+                sp.seq.finish("error", f"forward pass failed: {type(exc).__name__}: {exc}")
+                self.scheduler.remove(sp.seq)
+                outputs.append(self._emit(sp.seq))
+            return outputs
+        row = 0
+        for sp, span in zip(plan.spans, spans, strict=True):
+            seq = sp.seq
+            rows = len(span.logits_offsets)
+            produced = False
+            try:
+                produced = self._advance(sp, logits[row:row + rows], greedy[row:row + rows])
+            except Exception as exc:  # this request alone fails; the batch goes on
+                log.exception("request %s failed", seq.request_id)
+                seq.finish("error", f"{type(exc).__name__}: {exc}")
+            row += rows
+            if seq.finished:
+                self.scheduler.remove(seq)
+                outputs.append(self._emit(seq))
+            else:
+                self.blocks.cache_full_blocks(seq)
+                if produced:
+                    outputs.append(self._emit(seq))
+        return outputs
+
+    def _span(self, sp: ScheduledSpan) -> Span:
+        seq = sp.seq
+        width = sp.num_tokens + sp.num_drafts
+        wanted = list(range(sp.num_tokens - 1, width)) if sp.completes else []
+        return Span(sp.token_ids, sp.start, seq.block_table, wanted)
+
+    def _propose_drafts(self) -> None:
+        k = self.config.num_speculative_tokens
+        for seq in self.scheduler.running:
+            seq.draft_token_ids = []
+            if seq.in_prefill or seq.num_tokens - seq.num_computed_tokens != 1:
+                continue
+            room = min(k, seq.params.max_tokens - seq.num_output_tokens - 1,
+                       self.max_model_len - seq.num_tokens - 1)
+            if room <= 0:
+                continue
+            try:
+                seq.draft_token_ids = list(self.drafter.propose(seq))[:room]
+            except Exception:
+                log.exception("drafter failed for %s; no drafts this step", seq.request_id)
+
+    def _advance(self, sp: ScheduledSpan, logits: torch.Tensor, greedy: list[int]) -> bool:
+        """Account for a computed span; sample (and verify drafts) if it completed. True if tokens came."""
+        seq = sp.seq
+        was_prefill = seq.in_prefill
+        seq.num_computed_tokens += sp.num_tokens
+        if was_prefill:
+            seq.metrics.prefill_tokens_computed += sp.num_tokens
+        if not sp.completes:
+            return False
+        drafts = seq.draft_token_ids[: sp.num_drafts]
+        tokens: list[int] = []
+        for j in range(len(drafts) + 1):
+            tokens.append(next_token(seq, logits[j], greedy[j]))
+            if j == len(drafts) or tokens[-1] != drafts[j]:
+                break
+            seq.num_computed_tokens += 1  # draft j confirmed: its KV (computed in this pass) is valid
+            seq.token_ids.append(tokens[-1])  # provisional, so forced/max checks see the right count
+        accepted = len(tokens) - 1
+        del seq.token_ids[len(seq.token_ids) - accepted:]
+        seq.draft_token_ids = []
+        if drafts:
+            self.draft_tokens += len(drafts)
+            self.accepted_draft_tokens += accepted
+            seq.metrics.accepted_draft_tokens += accepted
+            seq.metrics.rejected_draft_tokens += len(drafts) - accepted
+            self.blocks.trim(seq)
+        if not was_prefill:
+            seq.metrics.decode_passes += 1
+        now = time.perf_counter()
+        if seq.first_token_time is None:
+            seq.first_token_time = now
+            seq.metrics.ttft_s = now - seq.arrival_time
+            seq.metrics.prefill_s = now - (seq.first_scheduled_time or seq.arrival_time)
+        else:
+            seq.metrics.itl_s.append(now - seq.last_token_time)
+        seq.last_token_time = now
+        for tok in tokens:
+            self._append_token(seq, tok)
+            if seq.finished:
+                break
+        return True
+
+    def _append_token(self, seq: Sequence, tok: int) -> None:
+        seq.token_ids.append(tok)
+        seq.new_token_ids.append(tok)
+        old_len = len(seq.text)
+        self._detokenize(seq)
+        p = seq.params
+        if p.stop and len(seq.text) > old_len:
+            longest = max(len(s) for s in p.stop)
+            start = max(0, old_len - longest + 1)
+            hits = [i for i in (seq.text.find(s, start) for s in p.stop if s) if i >= 0]
+            if hits:
+                seq.text = seq.text[: min(hits)]
+                seq.finish("stop")
+                return
+        if tok in self.eos_token_ids and not p.ignore_eos:
+            seq.finish("stop")
+        elif p.forced_token_ids is not None and seq.num_output_tokens >= len(p.forced_token_ids):
+            seq.finish("stop")
+        elif seq.num_output_tokens >= p.max_tokens or seq.num_tokens >= self.max_model_len:
+            seq.finish("length")
+
+    def _detokenize(self, seq: Sequence) -> None:
+        """Incremental: decode from a trailing offset so multi-token characters and spaces come out right."""
+        ids = seq.output_token_ids
+        dec = self.tokenizer.decode
+        prefix = dec(ids[seq.prefix_offset:seq.read_offset], skip_special_tokens=True)
+        full = dec(ids[seq.prefix_offset:], skip_special_tokens=True)
+        if len(full) > len(prefix) and not full.endswith("\ufffd"):
+            seq.text += full[len(prefix):]
+            seq.prefix_offset = seq.read_offset
+            seq.read_offset = len(ids)
+
+    def _emit(self, seq: Sequence) -> RequestOutput:
+        held = 0
+        if seq.params.stop and not seq.finished:  # hold back a tail that may still become a stop string
+            for s in seq.params.stop:
+                for n in range(min(len(s) - 1, len(seq.text)), 0, -1):
+                    if seq.text.endswith(s[:n]):
+                        held = max(held, n)
+                        break
+        out = seq.make_output(held)
+        if seq.finished:
+            self.requests.pop(seq.request_id, None)
+        return out
+
+    # ---- high level ----
+
+    def generate(self, prompts: PromptLike | Seq[PromptLike],
+                 params: SamplingParams | Seq[SamplingParams] | None = None) -> list[RequestOutput]:
+        batch = self._as_prompt_list(prompts)
+        plist = list(params) if isinstance(params, list | tuple) else [params] * len(batch)
+        if len(plist) != len(batch):
+            raise InvalidRequestError(f"{len(batch)} prompts but {len(plist)} sampling params")
+        ids: list[str] = []
+        try:
+            for prompt, p in zip(batch, plist, strict=True):
+                ids.append(self.add_request(prompt, p))
+        except Exception:
+            for rid in ids:  # all or nothing
+                self.abort(rid)
+            self.step_until_idle(ids)
+            raise
+        return self.step_until_idle(ids)
+
+    def step_until_idle(self, request_ids: list[str]) -> list[RequestOutput]:
+        wanted = set(request_ids)
+        done: dict[str, RequestOutput] = {}
+        while len(done) < len(wanted):
+            for out in self.step():
+                if out.finished and out.request_id in wanted:
+                    done[out.request_id] = out
+            if len(done) < len(wanted) and not self.has_unfinished():
+                raise EngineError("requests vanished without finishing")
+        return [done[r] for r in request_ids]
+
+    def stream(self, prompt: PromptLike, params: SamplingParams | None = None, *,
+               cache_salt: str | None = None) -> Iterator[RequestOutput]:
+        rid = self.add_request(prompt, params, cache_salt=cache_salt)
+        finished = False
+        try:
+            while not finished:
+                for out in self.step():
+                    if out.request_id == rid:
+                        finished = out.finished
+                        yield out
+        finally:
+            if not finished:  # the consumer stopped early: free its blocks
+                self.abort(rid)
+
+    @staticmethod
+    def _as_prompt_list(prompts) -> list[PromptLike]:
+        if isinstance(prompts, str):
+            return [prompts]
+        if isinstance(prompts, list | tuple):
+            if prompts and all(isinstance(t, int) for t in prompts):
+                return [list(prompts)]
+            if not prompts:
+                raise InvalidRequestError("no prompts given")
+            return list(prompts)
+        raise InvalidRequestError("prompts must be a string, a list of token ids, or a list of those")
+
+    def __repr__(self) -> str:
+        return (f"Engine(model={self.model_name!r}, device={self.device}, dtype={self.dtype}, "
+                f"blocks={self.blocks.num_blocks}x{self.config.block_size}, max_model_len={self.max_model_len})")
+
+
+__all__ = ["Engine", "next_token", "Status"]

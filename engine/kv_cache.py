@@ -1,0 +1,42 @@
+"""The paged KV pool: one K and one V tensor [layers, num_blocks, block_size, kv_heads, head_dim].
+
+A token's KV lives in a *slot* = block_id * block_size + offset; the model reads and writes the pool
+through the flat per-layer views `k[layer]` / `v[layer]` of shape [num_blocks * block_size, kv_heads,
+head_dim]. Which blocks belong to whom is the block manager's business (engine/prefix_cache.py).
+"""
+
+from __future__ import annotations
+
+import torch
+
+DEFAULT_CPU_KV_MB = 768
+DEFAULT_CUDA_KV_FRACTION = 0.5  # of the memory free after loading weights
+
+
+def bytes_per_block(num_layers: int, block_size: int, kv_heads: int, head_dim: int, dtype: torch.dtype) -> int:
+    return 2 * num_layers * block_size * kv_heads * head_dim * torch.empty((), dtype=dtype).element_size()
+
+
+def default_num_blocks(per_block: int, device: torch.device, kv_cache_memory_mb: int | None) -> int:
+    if kv_cache_memory_mb is not None:
+        budget = kv_cache_memory_mb * 2**20
+    elif device.type == "cuda":
+        free, _ = torch.cuda.mem_get_info(device)
+        budget = int(free * DEFAULT_CUDA_KV_FRACTION)
+    else:
+        budget = DEFAULT_CPU_KV_MB * 2**20
+    return max(1, budget // per_block)
+
+
+class KVCache:
+    def __init__(self, num_layers: int, num_blocks: int, block_size: int, kv_heads: int, head_dim: int,
+                 dtype: torch.dtype, device: torch.device):
+        self.num_blocks = num_blocks
+        self.block_size = block_size
+        shape = (num_layers, num_blocks, block_size, kv_heads, head_dim)
+        # zeros, not empty: padded attention reads masked slots, and 0 * NaN garbage would still be NaN.
+        self.k_blocks = torch.zeros(shape, dtype=dtype, device=device)
+        self.v_blocks = torch.zeros(shape, dtype=dtype, device=device)
+        flat = (num_layers, num_blocks * block_size, kv_heads, head_dim)
+        self.k = self.k_blocks.view(flat)
+        self.v = self.v_blocks.view(flat)

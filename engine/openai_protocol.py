@@ -1,0 +1,299 @@
+"""OpenAI wire format: request and response models for the server (pydantic validates, we never hand-parse).
+
+Requests ignore unknown fields (clients send extras) and reject bad values with a 400 naming the field.
+Extensions over OpenAI: `top_k`, `ignore_eos` and `cache_salt` on requests; a `metrics` object on responses.
+"""
+
+from __future__ import annotations
+
+import time
+import uuid
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+
+
+def random_id(prefix: str) -> str:
+    return f"{prefix}-{uuid.uuid4().hex}"
+
+
+def now() -> int:
+    return int(time.time())
+
+
+# ---------------------------------------------------------------- requests
+
+
+class StreamOptions(BaseModel):
+    model_config = ConfigDict(extra="ignore")
+    include_usage: bool = False
+
+
+class TextPart(BaseModel):
+    model_config = ConfigDict(extra="ignore")
+    type: Literal["text"] = "text"
+    text: str
+
+
+class ChatMessage(BaseModel):
+    model_config = ConfigDict(extra="ignore")
+    role: Literal["system", "developer", "user", "assistant", "tool"]
+    content: str | list[TextPart] | None = None
+    name: str | None = None
+
+    def text(self) -> str:
+        if self.content is None:
+            return ""
+        if isinstance(self.content, str):
+            return self.content
+        return "".join(part.text for part in self.content)
+
+    def for_template(self) -> dict[str, str]:
+        # Chat templates know "system"; OpenAI's newer "developer" role means the same thing.
+        role = "system" if self.role == "developer" else self.role
+        return {"role": role, "content": self.text()}
+
+
+class Prediction(BaseModel):
+    """Predicted Outputs: text the reply will largely repeat (e.g. the file being edited)."""
+
+    model_config = ConfigDict(extra="ignore")
+    type: Literal["content"] = "content"
+    content: str | list[TextPart]
+
+    def text(self) -> str:
+        if isinstance(self.content, str):
+            return self.content
+        return "".join(part.text for part in self.content)
+
+
+class SamplingRequest(BaseModel):
+    """Fields shared by /v1/chat/completions and /v1/completions."""
+
+    model_config = ConfigDict(extra="ignore")
+
+    model: str
+    max_tokens: int | None = Field(default=None, ge=1)
+    temperature: float = Field(default=1.0, ge=0.0, le=2.0)
+    top_p: float = Field(default=1.0, gt=0.0, le=1.0)
+    top_k: int = Field(default=0, ge=-1)  # extension (vLLM); 0 and -1 mean off
+    seed: int | None = None
+    stop: str | list[str] | None = None
+    n: int = Field(default=1, ge=1, le=16)
+    stream: bool = False
+    stream_options: StreamOptions | None = None
+    user: str | None = None
+    prediction: Prediction | None = None
+    cache_salt: str | None = None  # extension: requests with different salts never share cached blocks
+    ignore_eos: bool = False  # extension (vLLM): generate exactly max_tokens
+    logprobs: Any = None
+    presence_penalty: float | None = None
+    frequency_penalty: float | None = None
+
+    @field_validator("stop")
+    @classmethod
+    def _stop_list(cls, value: str | list[str] | None) -> list[str]:
+        if value is None:
+            return []
+        stops = [value] if isinstance(value, str) else value
+        if len(stops) > 4:
+            raise ValueError("at most 4 stop sequences are allowed")
+        if any(not s for s in stops):
+            raise ValueError("stop sequences must be non-empty")
+        return stops
+
+    @field_validator("logprobs")
+    @classmethod
+    def _no_logprobs(cls, value: Any) -> Any:
+        if value not in (None, False, 0):
+            raise ValueError("logprobs are not supported by this server")
+        return value
+
+    @field_validator("presence_penalty", "frequency_penalty")
+    @classmethod
+    def _no_penalties(cls, value: float | None) -> float | None:
+        if value not in (None, 0, 0.0):
+            raise ValueError("presence/frequency penalties are not supported by this server")
+        return value
+
+    @property
+    def include_usage(self) -> bool:
+        return bool(self.stream and self.stream_options and self.stream_options.include_usage)
+
+
+class ChatCompletionRequest(SamplingRequest):
+    messages: list[ChatMessage]
+    max_completion_tokens: int | None = Field(default=None, ge=1)
+
+    @field_validator("messages")
+    @classmethod
+    def _non_empty(cls, value: list[ChatMessage]) -> list[ChatMessage]:
+        if not value:
+            raise ValueError("messages must contain at least one message")
+        return value
+
+    @model_validator(mode="after")
+    def _completion_tokens_win(self) -> ChatCompletionRequest:
+        # OpenAI deprecated max_tokens for max_completion_tokens; when both are sent the newer one wins.
+        if self.max_completion_tokens is not None:
+            self.max_tokens = self.max_completion_tokens
+        return self
+
+
+class CompletionRequest(SamplingRequest):
+    prompt: str | list[str] | list[int] | list[list[int]]
+    echo: bool = False
+    suffix: str | None = None
+
+    @field_validator("prompt")
+    @classmethod
+    def _non_empty(cls, value: Any) -> Any:
+        if isinstance(value, str):
+            return value
+        if not value:
+            raise ValueError("prompt must not be empty")
+        if isinstance(value[0], list) and any(not p for p in value):
+            raise ValueError("prompt token lists must not be empty")
+        return value
+
+    @field_validator("echo")
+    @classmethod
+    def _no_echo(cls, value: bool) -> bool:
+        if value:
+            raise ValueError("echo is not supported by this server")
+        return value
+
+    @field_validator("suffix")
+    @classmethod
+    def _no_suffix(cls, value: str | None) -> str | None:
+        if value:
+            raise ValueError("suffix is not supported by this server")
+        return value
+
+    def prompts(self) -> list[str | list[int]]:
+        """The prompt field as a list of single prompts (OpenAI accepts one or a batch)."""
+        if isinstance(self.prompt, str):
+            return [self.prompt]
+        if isinstance(self.prompt[0], int):
+            return [list(self.prompt)]
+        return list(self.prompt)
+
+
+# ---------------------------------------------------------------- responses
+
+
+class PromptTokensDetails(BaseModel):
+    cached_tokens: int = 0
+
+
+class CompletionTokensDetails(BaseModel):
+    accepted_prediction_tokens: int = 0
+    rejected_prediction_tokens: int = 0
+    reasoning_tokens: int = 0
+
+
+class Usage(BaseModel):
+    prompt_tokens: int
+    completion_tokens: int
+    total_tokens: int
+    prompt_tokens_details: PromptTokensDetails
+    completion_tokens_details: CompletionTokensDetails
+
+
+class ResponseMetrics(BaseModel):
+    """Extension: how the engine served this response."""
+
+    ttft_ms: float | None = None
+    mean_itl_ms: float | None = None
+    decode_passes: int = 0
+    prefill_tokens_computed: int = 0
+    cached_tokens: int = 0
+    prefill_ms: float | None = None
+    decode_ms: float | None = None
+
+
+class AssistantMessage(BaseModel):
+    role: Literal["assistant"] = "assistant"
+    content: str
+
+
+class ChatChoice(BaseModel):
+    index: int
+    message: AssistantMessage
+    finish_reason: str | None
+    logprobs: None = None
+
+
+class ChatCompletionResponse(BaseModel):
+    id: str
+    object: Literal["chat.completion"] = "chat.completion"
+    created: int
+    model: str
+    choices: list[ChatChoice]
+    usage: Usage
+    metrics: ResponseMetrics
+    system_fingerprint: str | None = None
+
+
+class DeltaMessage(BaseModel):
+    role: Literal["assistant"] | None = None
+    content: str | None = None
+
+
+class ChatChunkChoice(BaseModel):
+    index: int
+    delta: DeltaMessage
+    finish_reason: str | None = None
+    logprobs: None = None
+
+
+class ChatCompletionChunk(BaseModel):
+    id: str
+    object: Literal["chat.completion.chunk"] = "chat.completion.chunk"
+    created: int
+    model: str
+    choices: list[ChatChunkChoice]
+    usage: Usage | None = None
+    metrics: ResponseMetrics | None = None
+
+
+class TextChoice(BaseModel):
+    index: int
+    text: str
+    finish_reason: str | None
+    logprobs: None = None
+
+
+class CompletionResponse(BaseModel):
+    id: str
+    object: Literal["text_completion"] = "text_completion"
+    created: int
+    model: str
+    choices: list[TextChoice]
+    usage: Usage
+    metrics: ResponseMetrics
+    system_fingerprint: str | None = None
+
+
+class ModelCard(BaseModel):
+    id: str
+    object: Literal["model"] = "model"
+    created: int
+    owned_by: str = "deltaserve"
+    max_model_len: int | None = None
+
+
+class ModelList(BaseModel):
+    object: Literal["list"] = "list"
+    data: list[ModelCard]
+
+
+class ErrorBody(BaseModel):
+    message: str
+    type: str
+    param: str | None = None
+    code: str | int | None = None
+
+
+class ErrorResponse(BaseModel):
+    error: ErrorBody

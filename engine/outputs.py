@@ -1,0 +1,47 @@
+"""What the engine hands back: RequestOutput per request per step, with RequestMetrics."""
+
+from __future__ import annotations
+
+from pydantic import BaseModel, Field
+
+
+class RequestMetrics(BaseModel):
+    prompt_tokens: int = 0
+    cached_tokens: int = 0  # prompt tokens served from the prefix cache
+    prefill_tokens_computed: int = 0
+    completion_tokens: int = 0
+    decode_passes: int = 0  # forward passes after the first token (< completion_tokens with speculation)
+    accepted_draft_tokens: int = 0
+    rejected_draft_tokens: int = 0
+    ttft_s: float | None = None  # arrival -> first token
+    itl_s: list[float] = Field(default_factory=list)  # gaps between successive token emissions
+    prefill_s: float = 0.0  # first scheduled -> first token
+    decode_s: float = 0.0  # first token -> finished (or now)
+
+
+class RequestOutput(BaseModel):
+    request_id: str
+    prompt_token_ids: list[int]
+    token_ids: list[int]  # everything generated so far
+    new_token_ids: list[int]  # generated in this step (> 1 with speculation)
+    text: str  # generated text so far; the stop string excluded once finished
+    new_text: str  # delta since the previous output, for streaming
+    finished: bool
+    finish_reason: str | None = None  # "stop" | "length" | "abort" | "error"
+    error: str | None = None
+    metrics: RequestMetrics
+
+
+class EngineStats(BaseModel):
+    num_blocks: int
+    blocks_free: int
+    blocks_cached: int
+    blocks_in_use: int
+    num_running: int
+    num_waiting: int
+    prefix_cache_queries: int
+    prefix_cache_hits: int
+    evictions: int
+    preemptions: int
+    draft_tokens: int = 0
+    accepted_draft_tokens: int = 0

@@ -1,0 +1,166 @@
+"""Block manager with prefix reuse: refcounted KV blocks, a hash index of full blocks, an LRU of
+free-but-cached blocks.
+
+A full block's hash chains (parent block's hash, its token ids, and the cache_salt for the first
+block), so equal hashes mean equal prefixes, and a lookup also compares the stored token ids and
+parent hash (no false hit even on a collision). A block whose refcount drops to 0 keeps its KV and
+its index entry in the LRU list until the pool needs it; sequences free their blocks tail first so
+a prefix's head outlives its tail.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from collections import OrderedDict, deque
+from typing import TYPE_CHECKING
+
+from engine.errors import EngineError
+
+if TYPE_CHECKING:
+    from engine.sequence import Sequence
+
+
+def block_hash(parent: bytes | None, tokens: tuple[int, ...], salt: str | None) -> bytes:
+    h = hashlib.sha256()
+    h.update(parent if parent is not None else b"root:" + (salt or "").encode())
+    h.update(b",".join(str(t).encode() for t in tokens))
+    return h.digest()
+
+
+class BlockManager:
+    def __init__(self, num_blocks: int, block_size: int, enable_caching: bool = True):
+        self.num_blocks = num_blocks
+        self.block_size = block_size
+        self.enable_caching = enable_caching
+        self.ref_count = [0] * num_blocks
+        self.hash_of: list[bytes | None] = [None] * num_blocks
+        self.tokens_of: list[tuple[int, ...] | None] = [None] * num_blocks
+        self.parent_of: list[bytes | None] = [None] * num_blocks
+        self.index: dict[bytes, int] = {}
+        self.free: deque[int] = deque(range(num_blocks))
+        self.lru: OrderedDict[int, None] = OrderedDict()  # refcount-0 blocks still in the index, oldest first
+        # counters (tokens for queries/hits, blocks for evictions)
+        self.queries = 0
+        self.hits = 0
+        self.evictions = 0
+
+    # ---- capacity ----
+
+    @property
+    def num_available(self) -> int:
+        return len(self.free) + len(self.lru)
+
+    def blocks_needed(self, seq: Sequence, num_new_tokens: int) -> int:
+        total = seq.num_computed_tokens + num_new_tokens
+        return max(0, -(-total // self.block_size) - len(seq.block_table))
+
+    def can_allocate(self, seq: Sequence, num_new_tokens: int) -> bool:
+        return self.blocks_needed(seq, num_new_tokens) <= self.num_available
+
+    def allocate(self, seq: Sequence, num_new_tokens: int) -> None:
+        """Give `seq` enough blocks to hold num_new_tokens more tokens of KV."""
+        need = self.blocks_needed(seq, num_new_tokens)
+        if need > self.num_available:
+            raise EngineError("KV block pool exhausted (the scheduler should have preempted)")
+        for _ in range(need):
+            seq.block_table.append(self._take_block())
+
+    def _take_block(self) -> int:
+        if self.free:
+            block = self.free.popleft()
+        else:
+            block, _ = self.lru.popitem(last=False)
+            del self.index[self.hash_of[block]]
+            self.hash_of[block] = self.tokens_of[block] = self.parent_of[block] = None
+            self.evictions += 1
+        self.ref_count[block] = 1
+        return block
+
+    # ---- prefix reuse ----
+
+    def match_prefix(self, seq: Sequence) -> int:
+        """Attach the longest cached prefix of a not-yet-started sequence; return its length in tokens.
+
+        The last token is never served from cache: its logits are needed."""
+        assert not seq.block_table and seq.num_computed_tokens == 0
+        if not self.enable_caching:
+            return 0
+        bs = self.block_size
+        tokens = seq.token_ids
+        parent: bytes | None = None
+        for b in range((len(tokens) - 1) // bs):
+            chunk = tuple(tokens[b * bs:(b + 1) * bs])
+            h = block_hash(parent, chunk, seq.cache_salt)
+            block = self.index.get(h)
+            if block is None or self.tokens_of[block] != chunk or self.parent_of[block] != parent:
+                break
+            if self.ref_count[block] == 0:
+                del self.lru[block]
+            self.ref_count[block] += 1
+            seq.block_table.append(block)
+            seq.block_hashes.append(h)
+            parent = h
+        seq.num_computed_tokens = len(seq.block_table) * bs
+        return seq.num_computed_tokens
+
+    def record_query(self, prompt_tokens: int, cached_tokens: int) -> None:
+        self.queries += prompt_tokens
+        self.hits += cached_tokens
+
+    def cache_full_blocks(self, seq: Sequence) -> None:
+        """Index every block of `seq` that is full of confirmed, computed tokens (prompt or generated).
+
+        Tokens past len(seq.token_ids) (unconfirmed speculative drafts) never count."""
+        if not self.enable_caching:
+            return
+        bs = self.block_size
+        done = min(seq.num_computed_tokens, len(seq.token_ids)) // bs
+        tokens = seq.token_ids
+        for b in range(len(seq.block_hashes), done):
+            parent = seq.block_hashes[-1] if seq.block_hashes else None
+            chunk = tuple(tokens[b * bs:(b + 1) * bs])
+            h = block_hash(parent, chunk, seq.cache_salt)
+            seq.block_hashes.append(h)
+            block = seq.block_table[b]
+            if h not in self.index and self.hash_of[block] is None:
+                self.index[h] = block
+                self.hash_of[block], self.tokens_of[block], self.parent_of[block] = h, chunk, parent
+
+    # ---- release ----
+
+    def free_blocks(self, seq: Sequence) -> None:
+        """Drop `seq`'s references, tail first (so the LRU evicts tails before heads)."""
+        for block in reversed(seq.block_table):
+            self._release(block)
+        seq.block_table.clear()
+        seq.block_hashes.clear()
+        seq.num_computed_tokens = 0
+
+    def trim(self, seq: Sequence) -> None:
+        """Release blocks beyond what seq's computed tokens occupy (after a speculative rollback)."""
+        keep = -(-seq.num_computed_tokens // self.block_size)
+        while len(seq.block_table) > keep:
+            self._release(seq.block_table.pop())
+
+    def _release(self, block: int) -> None:
+        self.ref_count[block] -= 1
+        if self.ref_count[block] < 0:
+            raise EngineError(f"block {block} released more often than taken")
+        if self.ref_count[block] == 0:
+            if self.hash_of[block] is not None:
+                self.lru[block] = None
+            else:
+                self.free.append(block)
+
+    # ---- stats ----
+
+    def counts(self) -> dict[str, int]:
+        return {
+            "num_blocks": self.num_blocks,
+            "blocks_free": len(self.free),
+            "blocks_cached": len(self.lru),
+            "blocks_in_use": self.num_blocks - len(self.free) - len(self.lru),
+            "prefix_cache_queries": self.queries,
+            "prefix_cache_hits": self.hits,
+            "evictions": self.evictions,
+        }

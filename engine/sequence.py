@@ -1,0 +1,104 @@
+"""One request's state inside the engine: tokens, KV blocks, progress, text and timings."""
+
+from __future__ import annotations
+
+import enum
+import time
+
+import torch
+
+from engine.outputs import RequestMetrics, RequestOutput
+from engine.sampler import SamplingParams
+
+
+class Status(enum.Enum):
+    WAITING = "waiting"  # holds no KV blocks (new, or preempted for recompute)
+    RUNNING = "running"  # holds blocks; prefilling (in chunks) or decoding
+    FINISHED = "finished"
+
+
+class Sequence:
+    def __init__(self, request_id: str, prompt_token_ids: list[int], params: SamplingParams,
+                 cache_salt: str | None, generator: torch.Generator | None):
+        self.request_id = request_id
+        self.prompt_token_ids = list(prompt_token_ids)
+        self.token_ids = list(prompt_token_ids)  # prompt + confirmed generated tokens
+        self.num_prompt_tokens = len(prompt_token_ids)
+        self.params = params
+        self.cache_salt = cache_salt
+        self.generator = generator
+        self.status = Status.WAITING
+        self.finish_reason: str | None = None
+        self.error: str | None = None
+
+        # KV state: tokens [0, num_computed_tokens) have their K/V in the blocks of block_table.
+        self.num_computed_tokens = 0
+        self.block_table: list[int] = []
+        self.block_hashes: list[bytes] = []  # hashes of the leading full blocks already indexed
+        self.draft_token_ids: list[int] = []  # speculative drafts to verify in the next pass
+        self.admitted_once = False
+
+        # text: incremental detokenization (prefix/read offsets into the generated ids)
+        self.text = ""
+        self.emitted_chars = 0
+        self.prefix_offset = 0
+        self.read_offset = 0
+        self.new_token_ids: list[int] = []
+
+        self.metrics = RequestMetrics(prompt_tokens=len(prompt_token_ids))
+        self.arrival_time = time.perf_counter()
+        self.first_scheduled_time: float | None = None
+        self.first_token_time: float | None = None
+        self.last_token_time: float | None = None
+        self.finish_time: float | None = None
+
+    @property
+    def output_token_ids(self) -> list[int]:
+        return self.token_ids[self.num_prompt_tokens:]
+
+    @property
+    def num_output_tokens(self) -> int:
+        return len(self.token_ids) - self.num_prompt_tokens
+
+    @property
+    def num_tokens(self) -> int:
+        return len(self.token_ids)
+
+    @property
+    def finished(self) -> bool:
+        return self.status is Status.FINISHED
+
+    @property
+    def in_prefill(self) -> bool:
+        return self.first_token_time is None
+
+    def finish(self, reason: str, error: str | None = None) -> None:
+        self.status = Status.FINISHED
+        self.finish_reason = reason
+        self.error = error
+        self.finish_time = time.perf_counter()
+
+    def make_output(self, held_back: int = 0) -> RequestOutput:
+        """Output for this step; `held_back` chars at the end of text may still become a stop string."""
+        upto = len(self.text) if self.finished else max(self.emitted_chars, len(self.text) - held_back)
+        new_text = self.text[self.emitted_chars:upto]
+        self.emitted_chars = upto
+        m = self.metrics
+        m.completion_tokens = self.num_output_tokens
+        now = self.finish_time or time.perf_counter()
+        if self.first_token_time is not None:
+            m.decode_s = now - self.first_token_time
+        out = RequestOutput(
+            request_id=self.request_id,
+            prompt_token_ids=self.prompt_token_ids,
+            token_ids=self.output_token_ids,
+            new_token_ids=self.new_token_ids,
+            text=self.text if self.finished else self.text[:upto],
+            new_text=new_text,
+            finished=self.finished,
+            finish_reason=self.finish_reason,
+            error=self.error,
+            metrics=m.model_copy(deep=True),
+        )
+        self.new_token_ids = []
+        return out
