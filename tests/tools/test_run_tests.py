@@ -1,0 +1,144 @@
+"""run_tests: real subprocesses — pytest summaries, a hang, forked hanging children, a 100 MB flood."""
+
+from __future__ import annotations
+
+import os
+import textwrap
+
+import pytest
+
+from tools.tests import parse_pytest_output, run_tests
+
+NO_PLUGINS = {"PYTEST_DISABLE_PLUGIN_AUTOLOAD": "1"}  # third-party plugin imports are slow and irrelevant here
+
+
+def _alive(pid: int) -> bool:
+    """True if pid exists and is not a zombie (zombies are dead, just not yet reaped by their parent)."""
+    try:
+        with open(f"/proc/{pid}/stat") as fh:
+            state = fh.read().rsplit(")", 1)[1].split()[0]
+    except (FileNotFoundError, ProcessLookupError):
+        return False
+    return state not in ("Z", "X")
+
+
+def _pids(path) -> list[int]:
+    return [int(x) for x in path.read_text().split()] if path.exists() else []
+
+
+def test_pytest_counts_and_failing_ids(workspace):
+    ws = workspace({
+        "test_mix.py": textwrap.dedent("""
+            import pytest
+
+            def test_ok():
+                assert 1 + 1 == 2
+
+            def test_ok2():
+                pass
+
+            def test_bad():
+                assert 1 == 2
+
+            @pytest.fixture
+            def broken():
+                raise RuntimeError("fixture broke")
+
+            def test_err(broken):
+                pass
+        """),
+    })
+    res = run_tests(ws, "python -m pytest -q -p no:cacheprovider", timeout=120, env=NO_PLUGINS)
+    assert not res.timed_out
+    assert res.exit_code == 1
+    assert (res.passed, res.failed, res.errors) == (2, 1, 1)
+    assert res.failing_tests == ["test_mix.py::test_bad", "test_mix.py::test_err"]
+    assert not res.ok
+    assert "1 failed" in res.summary() or "failing: test_mix.py::test_bad" in res.summary()
+
+
+def test_passing_suite_is_ok(workspace):
+    ws = workspace({"test_a.py": "def test_a():\n    assert True\n"})
+    res = run_tests(ws, ["python", "-m", "pytest", "-q", "-p", "no:cacheprovider"], timeout=120, env=NO_PLUGINS)
+    assert res.ok and res.passed == 1 and res.failing_tests == []
+    assert res.duration_s > 0
+
+
+def test_hanging_command_is_killed(workspace):
+    ws = workspace({})
+    res = run_tests(ws, "echo started; echo $$ > pids; sleep 300", timeout=1.0)
+    assert res.timed_out and not res.ok
+    assert "started" in res.output
+    assert res.duration_s < 60  # generous: only proves it did not wait for the sleep
+    assert not any(_alive(p) for p in _pids(ws.root / "pids"))
+
+
+def test_forked_hanging_children_are_killed(workspace):
+    """Children and grandchildren that hang (and ignore SIGTERM) die with the group, timeout or not."""
+    ws = workspace({})
+    script = (
+        "trap '' TERM; "
+        "(trap '' TERM; sleep 300) & echo $! >> pids; "
+        "(sh -c 'trap \"\" TERM; sleep 300 & echo $! >> pids; wait') & echo $! >> pids; "
+        "python -c 'import os,time; open(\"pids\",\"a\").write(str(os.getpid())+\"\\n\"); time.sleep(300)' & "
+        "sleep 0.5; echo $$ >> pids; sleep 300"
+    )
+    res = run_tests(ws, script, timeout=3.0)
+    assert res.timed_out
+    pids = _pids(ws.root / "pids")
+    assert len(pids) >= 4
+    assert [p for p in pids if _alive(p)] == []
+
+
+def test_background_children_do_not_outlive_a_normal_exit(workspace):
+    ws = workspace({})
+    res = run_tests(ws, "sleep 300 & echo $! > pids; sleep 0.2; echo done", timeout=60)
+    assert not res.timed_out and res.exit_code == 0
+    assert "done" in res.output
+    assert not any(_alive(p) for p in _pids(ws.root / "pids"))
+
+
+def test_100mb_of_output_is_capped(workspace):
+    ws = workspace({})
+    cmd = "python -c \"import sys; [sys.stdout.write('x' * 1023 + '\\n') for _ in range(100 * 1024)]; print('THE END')\""
+    res = run_tests(ws, cmd, timeout=120, head_bytes=4000, tail_bytes=6000)
+    assert res.exit_code == 0 and not res.timed_out
+    assert res.output_truncated
+    assert len(res.output) < 4000 + 6000 + 200
+    assert "bytes of output cut" in res.output
+    assert res.output.rstrip().endswith("THE END")
+    cut = int(res.output.split("[... ")[1].split(" bytes")[0])
+    assert cut == 100 * 1024 * 1024 + len("THE END\n") - 4000 - 6000
+
+
+def test_flood_that_hangs_is_killed_and_capped(workspace):
+    ws = workspace({})
+    res = run_tests(ws, "yes flood", timeout=1.0, head_bytes=1000, tail_bytes=1000)
+    assert res.timed_out and res.output_truncated
+    assert len(res.output) < 2200
+
+
+def test_missing_command(workspace):
+    ws = workspace({})
+    res = run_tests(ws, ["definitely-not-a-command-xyz"], timeout=10)
+    assert res.exit_code is None and "could not start" in res.output
+    res = run_tests(ws, "definitely-not-a-command-xyz", timeout=10)
+    assert res.exit_code == 127 and not res.ok
+
+
+@pytest.mark.parametrize("text,expected", [
+    ("==== 3 failed, 10 passed, 1 error in 0.52s ====", (10, 3, 1)),
+    ("12 passed in 0.01s", (12, 0, 0)),
+    ("1 failed, 1 passed, 2 warnings in 1.03s (0:00:01)", (1, 1, 0)),
+    ("=== 2 errors in 0.10s ===", (0, 0, 2)),
+    ("no tests ran in 0.01s", (0, 0, 0)),
+])
+def test_parse_summary(text, expected):
+    assert parse_pytest_output("some output\n" + text + "\n")[:3] == expected
+
+
+def test_env_and_cwd(workspace):
+    ws = workspace({"marker.txt": "here\n"})
+    res = run_tests(ws, "cat marker.txt; echo $EXTRA_VAR", env={"EXTRA_VAR": "set"}, timeout=30)
+    assert "here" in res.output and "set" in res.output
+    assert os.path.exists(ws.root / "marker.txt")

@@ -1,0 +1,188 @@
+"""Run a workspace's test command: own process group, hard timeout, capped output, pytest summary parsed.
+
+The command runs in a new session (so in its own process group). On timeout the whole group gets SIGTERM,
+then SIGKILL after a short grace; the group is also killed after a normal exit, so stray children
+(`sleep 1000 &` in a test) never outlive the run. Output is read continuously and only a head and a tail
+are kept, so a test printing gigabytes costs constant memory and the model sees both ends.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import signal
+import subprocess
+import sys
+import threading
+import time
+from dataclasses import dataclass, field
+
+from tools.workspace import Workspace
+
+DEFAULT_COMMAND = "python -m pytest -q"
+HEAD_BYTES = 8_000
+TAIL_BYTES = 16_000
+KILL_GRACE_S = 2.0
+
+_SUMMARY_LINE = re.compile(r"^=*\s*(?P<body>(?:\d+ \w+(?:, )?)+)(?: in [\d.]+s.*)?\s*=*\s*$")
+_COUNT = re.compile(r"(\d+) (passed|failed|errors?|skipped|xfailed|xpassed|deselected|warnings?)")
+_FAILED_ID = re.compile(r"^(?:FAILED|ERROR) (\S+)")
+
+
+@dataclass
+class TestResult:
+    __test__ = False  # not a pytest test class despite the name
+
+    exit_code: int | None  # None only if the process could not be started
+    passed: int = 0
+    failed: int = 0
+    errors: int = 0
+    failing_tests: list[str] = field(default_factory=list)
+    duration_s: float = 0.0
+    output: str = ""
+    timed_out: bool = False
+    output_truncated: bool = False
+    command: str = ""
+
+    @property
+    def ok(self) -> bool:
+        return self.exit_code == 0 and not self.timed_out and self.failed == 0 and self.errors == 0
+
+    def summary(self) -> str:
+        """A few lines for the model's next prompt."""
+        if self.timed_out:
+            head = f"TIMED OUT after {self.duration_s:.1f}s (the test process group was killed)"
+        else:
+            head = f"exit code {self.exit_code}: {self.passed} passed, {self.failed} failed, {self.errors} errors"
+        lines = [head]
+        if self.failing_tests:
+            lines.append("failing: " + ", ".join(self.failing_tests[:20]))
+        return "\n".join(lines)
+
+
+class _CappedReader(threading.Thread):
+    """Drains a pipe; keeps the first HEAD_BYTES and the last TAIL_BYTES."""
+
+    def __init__(self, stream, head_bytes: int, tail_bytes: int):
+        super().__init__(daemon=True)
+        self.stream = stream
+        self.head_bytes, self.tail_bytes = head_bytes, tail_bytes
+        self.head = bytearray()
+        self.tail = bytearray()
+        self.total = 0
+
+    def run(self) -> None:
+        read = self.stream.read1 if hasattr(self.stream, "read1") else self.stream.read
+        while True:
+            try:
+                chunk = read(65536)
+            except (OSError, ValueError):
+                break
+            if not chunk:
+                break
+            self.total += len(chunk)
+            room = self.head_bytes - len(self.head)
+            if room > 0:
+                self.head += chunk[:room]
+                chunk = chunk[room:]
+            if chunk:
+                self.tail += chunk
+                if len(self.tail) > 2 * self.tail_bytes:  # trim in batches, not on every chunk
+                    del self.tail[: len(self.tail) - self.tail_bytes]
+
+    def text(self) -> tuple[str, bool]:
+        tail = bytes(self.tail[-self.tail_bytes :])
+        cut = self.total - len(self.head) - len(tail)
+        head_s = self.head.decode("utf-8", errors="replace")
+        tail_s = tail.decode("utf-8", errors="replace")
+        if cut <= 0:
+            return head_s + tail_s, False
+        note = f"\n[... {cut} bytes of output cut; showing the first {len(self.head)} and last {len(tail)} ...]\n"
+        return head_s + note + tail_s, True
+
+
+def _kill_group(pgid: int, proc: subprocess.Popen, grace: float) -> None:
+    """SIGTERM the group, wait up to `grace` for the leader, then SIGKILL whatever is left of the group."""
+    try:
+        os.killpg(pgid, signal.SIGTERM)
+    except (ProcessLookupError, PermissionError):
+        pass
+    try:
+        proc.wait(timeout=grace)
+    except subprocess.TimeoutExpired:
+        pass
+    try:
+        os.killpg(pgid, signal.SIGKILL)
+    except (ProcessLookupError, PermissionError):
+        pass
+
+
+def parse_pytest_output(output: str) -> tuple[int, int, int, list[str]]:
+    """(passed, failed, errors, failing test ids) from pytest's final summary and its FAILED/ERROR lines."""
+    passed = failed = errors = 0
+    for line in reversed(output.splitlines()):
+        line = line.strip()
+        if _SUMMARY_LINE.match(line) and _COUNT.search(line):
+            for n, word in _COUNT.findall(line):
+                if word == "passed":
+                    passed = int(n)
+                elif word == "failed":
+                    failed = int(n)
+                elif word.startswith("error"):
+                    errors = int(n)
+            break
+    ids = []
+    for line in output.splitlines():
+        m = _FAILED_ID.match(line)
+        if m and m.group(1) not in ids:
+            ids.append(m.group(1))
+    return passed, failed, errors, ids
+
+
+def run_tests(
+    ws: Workspace,
+    command: str | list[str] = DEFAULT_COMMAND,
+    timeout: float = 300.0,
+    head_bytes: int = HEAD_BYTES,
+    tail_bytes: int = TAIL_BYTES,
+    env: dict[str, str] | None = None,
+) -> TestResult:
+    """Run `command` in the workspace root (a string goes through /bin/sh, a list is exec'd directly).
+    `python` on PATH is this interpreter's environment, so `python -m pytest` finds pytest."""
+    run_env = dict(os.environ)
+    run_env["PATH"] = os.path.dirname(sys.executable) + os.pathsep + run_env.get("PATH", "")
+    run_env.setdefault("PYTHONDONTWRITEBYTECODE", "1")
+    run_env.update(env or {})
+    shown = command if isinstance(command, str) else " ".join(command)
+    start = time.monotonic()
+    try:
+        proc = subprocess.Popen(
+            command, shell=isinstance(command, str), cwd=ws.root, env=run_env, stdin=subprocess.DEVNULL,
+            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, start_new_session=True,
+        )
+    except OSError as exc:
+        return TestResult(None, output=f"could not start {shown!r}: {exc}", command=shown)
+    pgid = proc.pid  # start_new_session: the child leads its own session and group
+    reader = _CappedReader(proc.stdout, head_bytes, tail_bytes)
+    reader.start()
+    timed_out = False
+    try:
+        proc.wait(timeout=timeout)
+    except subprocess.TimeoutExpired:
+        timed_out = True
+    finally:
+        # Also after a normal exit: children left running in the group must not outlive the run.
+        _kill_group(pgid, proc, KILL_GRACE_S if timed_out else 0.0)
+        try:
+            proc.wait(timeout=KILL_GRACE_S)
+        except subprocess.TimeoutExpired:
+            pass
+        reader.join(timeout=KILL_GRACE_S)
+        proc.stdout.close()
+    duration = time.monotonic() - start
+    output, truncated = reader.text()
+    passed, failed, errors, ids = parse_pytest_output(output)
+    return TestResult(
+        exit_code=proc.returncode, passed=passed, failed=failed, errors=errors, failing_tests=ids,
+        duration_s=duration, output=output, timed_out=timed_out, output_truncated=truncated, command=shown,
+    )
