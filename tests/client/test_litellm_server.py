@@ -1,0 +1,70 @@
+"""litellm against our real server (openai/ and hosted_vllm/ + api_base) and the normalized `complete`."""
+
+from __future__ import annotations
+
+import pytest
+
+from harness.client import complete
+
+MESSAGES = [{"role": "user", "content": "Explain prefix caching in one line."}]
+CONTEXT = "Repository context:\n" + "\n".join(f"def f{i}(x): return x + {i}" for i in range(60))
+
+
+@pytest.mark.parametrize("provider", ["openai", "hosted_vllm"])
+def test_litellm_non_streaming_and_streaming(server, provider):
+    import litellm
+
+    base = server.url + "/v1"
+    r = litellm.completion(model=f"{provider}/tiny", api_base=base, api_key="EMPTY", messages=MESSAGES,
+                           max_tokens=6, temperature=0)
+    assert r.choices[0].message.content
+    assert r.usage.completion_tokens <= 6
+    assert isinstance(r.usage.prompt_tokens_details.cached_tokens, int)
+    chunks = list(litellm.completion(model=f"{provider}/tiny", api_base=base, api_key="EMPTY", messages=MESSAGES,
+                                     max_tokens=6, temperature=0, stream=True,
+                                     stream_options={"include_usage": True}))
+    text = "".join(c.choices[0].delta.content or "" for c in chunks if c.choices)
+    assert text == r.choices[0].message.content
+    usage = [c.usage for c in chunks if getattr(c, "usage", None)]
+    assert usage and isinstance(usage[-1].prompt_tokens_details.cached_tokens, int)
+
+
+@pytest.mark.parametrize("stream", [False, True])
+def test_complete_normalizes_our_server(server, stream):
+    base = server.url + "/v1"
+    msgs = [{"role": "system", "content": CONTEXT}, {"role": "user", "content": "first"}]
+    complete("openai/tiny", msgs, max_tokens=4, api_base=base, stream=stream)
+    c = complete("openai/tiny", [msgs[0], {"role": "user", "content": "second"}], max_tokens=4, api_base=base,
+                 stream=stream, ignore_eos=True)
+    assert c.text and c.finish_reason == "length"
+    assert c.completion_tokens == 4 and c.prompt_tokens > 300
+    assert 0 < c.cached_tokens < c.prompt_tokens  # the shared system prompt came from the prefix cache
+    assert c.ttft_s is not None and c.ttft_s > 0 and c.decode_s is not None and c.decode_s >= 0
+    assert c.accepted_draft_tokens == 0 and c.rejected_draft_tokens == 0
+    if not stream:  # our `metrics` extension survives litellm's non-streaming response
+        assert c.decode_passes is not None and c.decode_passes >= 1
+        assert c.metrics["prefill_tokens_computed"] == c.prompt_tokens - c.cached_tokens
+
+
+def test_cache_salt_isolates_cached_prefixes(server):
+    base = server.url + "/v1"
+    msgs = [{"role": "system", "content": CONTEXT + "\n# salted"}, {"role": "user", "content": "go"}]
+    complete("openai/tiny", msgs, max_tokens=1, api_base=base, cache_salt="alice")
+    other = complete("openai/tiny", msgs, max_tokens=1, api_base=base, cache_salt="bob")
+    same = complete("openai/tiny", msgs, max_tokens=1, api_base=base, cache_salt="alice")
+    assert other.cached_tokens == 0
+    assert same.cached_tokens > 0
+
+
+def test_prediction_reaches_the_server(server):
+    c = complete("openai/tiny", MESSAGES, max_tokens=5, api_base=server.url + "/v1",
+                 prediction="prefix caching reuses KV blocks", ignore_eos=True)
+    assert c.completion_tokens == 5
+    assert c.accepted_draft_tokens is not None and c.rejected_draft_tokens is not None
+
+
+def test_provider_without_our_extensions_reports_none():
+    c = complete("openai/gpt-4o-mini", MESSAGES, max_tokens=5, mock_response="a canned reply")
+    assert c.text == "a canned reply"
+    assert c.decode_passes is None and c.metrics is None
+    assert c.cached_tokens is None

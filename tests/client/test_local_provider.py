@@ -1,0 +1,77 @@
+"""`local/<model>`: our engine in-process as a litellm CustomLLM, matching the server's greedy output."""
+
+from __future__ import annotations
+
+import asyncio
+
+import litellm
+import pytest
+
+from harness.client import complete, local_engine, register_local_engine
+
+MESSAGES = [{"role": "user", "content": "Name three sorting algorithms."}]
+CONTEXT = "Repository context:\n" + "\n".join(f"def g{i}(x): return x * {i}" for i in range(60))
+
+
+@pytest.fixture(scope="module")
+def local_tiny(tiny_model_dir):
+    from engine import Engine
+
+    register_local_engine("tiny", Engine.from_pretrained(str(tiny_model_dir), dtype="float32", device="cpu"))
+    return "local/tiny"
+
+
+def test_local_gives_the_same_greedy_text_as_the_server(server, local_tiny):
+    via_server = complete("openai/tiny", MESSAGES, max_tokens=16, api_base=server.url + "/v1", ignore_eos=True)
+    in_process = complete(local_tiny, MESSAGES, max_tokens=16, ignore_eos=True)
+    assert in_process.text == via_server.text
+    assert in_process.completion_tokens == via_server.completion_tokens == 16
+    assert in_process.prompt_tokens == via_server.prompt_tokens
+
+
+def test_local_usage_and_metrics(local_tiny):
+    msgs = [{"role": "system", "content": CONTEXT}, {"role": "user", "content": "one"}]
+    first = complete(local_tiny, msgs, max_tokens=3)
+    second = complete(local_tiny, [msgs[0], {"role": "user", "content": "two"}], max_tokens=3, ignore_eos=True)
+    assert first.prompt_tokens > 300
+    assert 0 < second.cached_tokens < second.prompt_tokens
+    assert second.completion_tokens == 3 and second.finish_reason == "length"
+    assert second.decode_passes >= 1 and second.ttft_s > 0
+    assert second.metrics["prefill_tokens_computed"] == second.prompt_tokens - second.cached_tokens
+    assert local_engine("tiny").stats().blocks_in_use == 0
+
+
+def test_local_streaming_matches_non_streaming(local_tiny):
+    whole = complete(local_tiny, MESSAGES, max_tokens=10, ignore_eos=True)
+    streamed = complete(local_tiny, MESSAGES, max_tokens=10, ignore_eos=True, stream=True)
+    assert streamed.text == whole.text
+    assert streamed.completion_tokens == 10 and streamed.cached_tokens is not None
+    assert streamed.ttft_s is not None and streamed.decode_passes is not None
+
+
+def test_local_through_plain_litellm_sync_and_async(local_tiny):
+    r = litellm.completion(model=local_tiny, messages=MESSAGES, max_tokens=4, temperature=0)
+    assert r.usage.prompt_tokens_details.cached_tokens is not None
+    assert r.choices[0].message.content
+
+    async def both():
+        a = await litellm.acompletion(model=local_tiny, messages=MESSAGES, max_tokens=4, temperature=0)
+        s = await litellm.acompletion(model=local_tiny, messages=MESSAGES, max_tokens=4, temperature=0, stream=True)
+        text = "".join([c.choices[0].delta.content or "" async for c in s if c.choices])
+        return a.choices[0].message.content, text
+
+    a_text, s_text = asyncio.run(both())
+    assert a_text == s_text == r.choices[0].message.content
+
+
+def test_abandoned_local_stream_frees_its_blocks(local_tiny):
+    stream = litellm.completion(model=local_tiny, messages=MESSAGES, max_tokens=500, ignore_eos=True, stream=True)
+    next(iter(stream))
+    stream.completion_stream.close()  # the caller stops reading
+    stats = local_engine("tiny").stats()
+    assert stats.blocks_in_use == 0 and stats.num_running == 0
+
+
+def test_local_bad_request_is_a_clear_error(local_tiny):
+    with pytest.raises(Exception, match="context"):
+        complete(local_tiny, [{"role": "user", "content": "word " * 3000}], max_tokens=2)
