@@ -15,13 +15,15 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from evals.task_suite import Task
 from tools.patch import PatchError, apply_patch
 from tools.tests import run_tests
-
-from evals.task_suite import Task
 from tools.workspace import Workspace
 
 TEST_TIMEOUT_S = 60.0
+# Task tests are plain pytest: skipping plugin autoload (hypothesis alone imports for ~1 s) keeps a check
+# at about a second per run, and proves no task leans on a plugin.
+TEST_ENV = {"PYTEST_DISABLE_PLUGIN_AUTOLOAD": "1"}
 
 
 @dataclass
@@ -63,7 +65,7 @@ def check_task(task: Task) -> TaskCheck:
     with tempfile.TemporaryDirectory(prefix=f"check-{task.id}-") as tmp:
         repo = copy_repo(task, Path(tmp))
         ws = Workspace(repo)
-        before = run_tests(ws, test_command(task), timeout=TEST_TIMEOUT_S)
+        before = run_tests(ws, test_command(task), timeout=TEST_TIMEOUT_S, env=TEST_ENV)
         result.failing_before = sorted(before.failing_tests)
         if before.ok:
             result.problems.append("tests pass before the gold patch")
@@ -76,7 +78,7 @@ def check_task(task: Task) -> TaskCheck:
         except PatchError as exc:
             result.problems.append(f"gold patch does not apply: {exc}")
         else:
-            after = run_tests(ws, test_command(task), timeout=TEST_TIMEOUT_S)
+            after = run_tests(ws, test_command(task), timeout=TEST_TIMEOUT_S, env=TEST_ENV)
             result.passed_after = after.passed
             if not after.ok:
                 failing = sorted(after.failing_tests) or [f"exit {after.exit_code}"]

@@ -205,9 +205,15 @@ def replay_table(rows: list[dict]) -> str:
 # ---------------------------------------------------------------- agent runs
 
 
+def agent_runs(rows: list[dict]) -> list[dict]:
+    """Agent rows, one per task x model x format (a resumed run that retried an error: the last row wins)."""
+    latest = {(r["task"], r["model"], r["format"]): r for r in rows_of(rows, "agent")}
+    return sorted(latest.values(), key=lambda r: (r["task"], r["model"], r["format"]))
+
+
 def agent_summary_rows(rows: list[dict]) -> list[dict]:
     groups: dict[tuple, list[dict]] = defaultdict(list)
-    for r in rows_of(rows, "agent"):
+    for r in agent_runs(rows):
         groups[(r["model"], r["format"])].append(r)
     out = []
     for (model, fmt), rs in sorted(groups.items()):
@@ -217,6 +223,7 @@ def agent_summary_rows(rows: list[dict]) -> list[dict]:
                 "format": fmt,
                 "runs": len(rs),
                 "solved": sum(1 for r in rs if r["solved"]),
+                "errors": sum(1 for r in rs if r.get("error")),
                 "mean steps": statistics.mean(r["steps"] for r in rs),
                 "prompt tokens": sum(r["prompt_tokens"] for r in rs),
                 "cached tokens": sum(r["cached_tokens"] or 0 for r in rs),
@@ -242,7 +249,7 @@ def agent_table(rows: list[dict]) -> str:
                 _fmt(r["cached_tokens"]), _fmt(r["completion_tokens"]), _fmt(r["decode_saved"]), _fmt(r["wall_s"], 1),
                 (r.get("error") or "")[:80],
             ]
-            for r in sorted(rows_of(rows, "agent"), key=lambda r: (r["task"], r["model"], r["format"]))
+            for r in agent_runs(rows)
         ],
     )
     return _md_table(header, body) + "\n\n### Runs\n\n" + per_run

@@ -24,6 +24,7 @@ def register(subparsers) -> None:
     check = sub.add_parser("check-tasks", help="each task fails before its gold patch and passes after")
     check.add_argument("--tasks", help="comma-separated task ids (default: all)")
     check.add_argument("--workers", type=int, default=2)
+    check.add_argument("--tasks-dir", type=Path, help="a task suite other than evals/tasks")
     check.set_defaults(func=run_check_tasks)
 
     dc = sub.add_parser("decode-cost", help="teacher-force each format's gold reply through the engine")
@@ -62,7 +63,12 @@ def run_check_tasks(args) -> int:
     from evals.check_tasks import check_tasks, render_table
     from evals.task_suite import load_tasks
 
-    tasks = load_tasks(ids=_task_ids(args.tasks))
+    try:
+        tasks = load_tasks(args.tasks_dir, _task_ids(args.tasks)) if args.tasks_dir else load_tasks(
+            ids=_task_ids(args.tasks))
+    except (OSError, ValueError) as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 1
     if not tasks:
         print("no tasks found", file=sys.stderr)
         return 1
@@ -88,8 +94,29 @@ def run_decode_cost(args) -> int:
         dtype=args.dtype,
         out_dir=args.out or _default_out("decode-cost"),
     )
-    run_decode_cost_eval(config)
+    try:
+        result = run_decode_cost_eval(config)
+    except ValueError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 1
+    print_summary(result)
     return 0
+
+
+def print_summary(result: dict) -> None:
+    """The eval's summary table and where its files went."""
+    from rich.console import Console
+    from rich.table import Table
+
+    console = Console()
+    table = Table(title="decode cost: summary")
+    table.add_column("metric")
+    table.add_column("value", justify="right")
+    for key, value in result["summary"].items():
+        table.add_row(key, "-" if value is None else f"{value:.2f}" if isinstance(value, float) else str(value))
+    console.print(table)
+    for name, path in result["paths"].items():
+        console.print(f"{name}: {path}")
 
 
 def run_agent(args) -> int:
@@ -104,7 +131,19 @@ def run_agent(args) -> int:
         api_base=args.api_base,
         out_dir=args.out or _default_out("agent"),
     )
-    run_agent_eval(config)
+    try:
+        result = run_agent_eval(config)
+    except ValueError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 1
+    from rich.console import Console
+    from rich.markdown import Markdown
+
+    console = Console()
+    console.print(f"ran {result['ran']} runs, skipped {result['skipped']} already in the results")
+    console.print(Markdown(result["paths"]["report"].read_text()))
+    for name, path in result["paths"].items():
+        console.print(f"{name}: {path}")
     return 0
 
 

@@ -1,0 +1,119 @@
+"""Live agent eval: harness.Agent on each task x model x format, in a temp copy of the task's repo.
+
+One JSONL row per run, appended as it finishes, so an interrupted eval resumes where it stopped (runs
+already in the file are skipped; runs that ended in an error are retried). "Solved" is checked here, not
+taken from the agent: after the run the task's original test files are restored and its tests run once more.
+"""
+
+from __future__ import annotations
+
+import shutil
+import tempfile
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from evals.check_tasks import copy_repo, test_command
+from evals.report import write_report
+from evals.results import append_row, load_rows, rows_of
+from evals.task_suite import Task, load_tasks
+
+
+@dataclass
+class AgentEvalConfig:
+    models: list[str] = field(default_factory=lambda: ["local/smollm2-135m"])
+    formats: list[str] = field(default_factory=lambda: ["udiff", "search_replace", "whole"])
+    task_ids: list[str] | None = None
+    max_steps: int = 4
+    max_tokens: int = 1024
+    api_base: str | None = None
+    out_dir: Path = Path("runs/agent")
+    tasks_dir: Path | None = None
+    progress: bool = True
+    # extra Agent/litellm kwargs per run, e.g. lambda task, model, fmt: {"mock_response": "..."}
+    run_kwargs: Callable[[Task, str, str], dict] | None = None
+
+
+def run_key(row: dict) -> tuple[str, str, str]:
+    return row["task"], row["model"], row["format"]
+
+
+def done_runs(results: Path) -> set[tuple[str, str, str]]:
+    """Runs already recorded without an error (an errored run is tried again)."""
+    if not results.is_file():
+        return set()
+    return {run_key(r) for r in rows_of(load_rows(results), "agent") if not r.get("error")}
+
+
+def _is_test_file(rel: Path) -> bool:
+    return any(part.startswith(("test", "conftest")) for part in rel.parts)
+
+
+def restore_tests(task: Task, repo: Path) -> None:
+    """Put the task's original test files back, so a run that edited the tests cannot count as solved."""
+    for src in task.repo_dir.rglob("*"):
+        rel = src.relative_to(task.repo_dir)
+        if src.is_file() and _is_test_file(rel) and "__pycache__" not in rel.parts:
+            (repo / rel).parent.mkdir(parents=True, exist_ok=True)
+            shutil.copy2(src, repo / rel)
+
+
+def run_one(task: Task, model: str, fmt: str, config: AgentEvalConfig, logs: Path) -> dict:
+    from rich.console import Console
+
+    from harness import Agent
+    from tools.tests import run_tests
+    from tools.workspace import Workspace
+
+    row = {"kind": "agent", "task": task.id, "model": model, "format": fmt, "solved": False, "steps": 0,
+           "prompt_tokens": 0, "cached_tokens": None, "completion_tokens": 0, "whole_file_tokens": 0,
+           "decode_saved": 0, "decode_passes": None, "est_seconds_saved": None, "stopped": "", "error": None}
+    extra = config.run_kwargs(task, model, fmt) if config.run_kwargs else {}
+    name = f"{task.id}__{model.replace('/', '_')}__{fmt}"
+    started = time.perf_counter()
+    with tempfile.TemporaryDirectory(prefix=f"agent-{task.id}-") as tmp, \
+            (logs / f"{name}.log").open("w", encoding="utf-8") as log:
+        repo = copy_repo(task, Path(tmp))
+        command = test_command(task)
+        try:
+            agent = Agent(repo, task.spec.description, test_cmd=command, model=model, edit_format=fmt,
+                          max_steps=config.max_steps, max_tokens=config.max_tokens, api_base=config.api_base,
+                          allow_dirty=True, trace=logs / f"{name}.trace.jsonl",
+                          console=Console(file=log, width=160, force_terminal=False), **extra)
+            report = agent.run()
+        except Exception as exc:  # noqa: BLE001 - one broken run must not end the eval; it is recorded
+            row["error"] = f"{type(exc).__name__}: {exc}"
+        else:
+            row.update(steps=len(report.steps), prompt_tokens=report.prompt_tokens,
+                       cached_tokens=report.cached_tokens, completion_tokens=report.completion_tokens,
+                       whole_file_tokens=report.whole_file_tokens, decode_saved=report.decode_saved,
+                       decode_passes=report.decode_passes, est_seconds_saved=report.est_seconds_saved,
+                       stopped=report.stopped)
+            restore_tests(task, repo)
+            row["solved"] = run_tests(Workspace(repo), command).ok
+    row["wall_s"] = time.perf_counter() - started
+    return row
+
+
+def run_agent_eval(config: AgentEvalConfig) -> dict:
+    """Run every task x model x format not already in out_dir/results.jsonl; then write the report."""
+    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+
+    tasks = load_tasks(config.tasks_dir, config.task_ids) if config.tasks_dir else load_tasks(ids=config.task_ids)
+    out_dir = Path(config.out_dir)
+    logs = out_dir / "runs"
+    logs.mkdir(parents=True, exist_ok=True)
+    results = out_dir / "results.jsonl"
+    done = done_runs(results)
+    todo = [(t, m, f) for t in tasks for m in config.models for f in config.formats if (t.id, m, f) not in done]
+    columns = (TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn())
+    with Progress(*columns, disable=not config.progress) as progress:
+        bar = progress.add_task("agent eval", total=len(todo))
+        for task, model, fmt in todo:
+            progress.update(bar, description=f"{task.id} · {model} · {fmt}")
+            append_row(results, run_one(task, model, fmt, config, logs))
+            progress.advance(bar)
+    rows = load_rows(results)
+    paths = write_report(rows, out_dir)
+    return {"ran": len(todo), "skipped": len(done), "paths": {"results": results, **paths}}

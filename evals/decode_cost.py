@@ -1,0 +1,269 @@
+"""Decode-cost eval: what each edit format costs to decode, measured by teacher forcing through our engine.
+
+For every task x format: build the agent's real step-1 prompt, prefill it, then force the format's gold
+reply (evals/gold_replies.py) token by token through the engine's normal decode path
+(`SamplingParams.forced_token_ids`), and record the engine's own RequestMetrics. A short free-running
+decode on the same prompt measures seconds per token, so the "tokens x s/token" estimate the harness
+reports can be checked against the forced seconds. Then a 3-step transcript per task (evals/transcript.py)
+is replayed with the prefix cache on and off (off = a fresh cache salt per request, so nothing is reused)
+to measure how much of each step's prefill the cache serves.
+
+Replies that do not fit the model's context (or `max_reply_tokens`) are force-decoded only up to the limit
+and marked `capped`: their token count is still exact, their seconds are scaled up in the report.
+"""
+
+from __future__ import annotations
+
+import shutil
+import tempfile
+import uuid
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from evals.check_tasks import copy_repo, test_command
+from evals.gold_replies import gold_replies
+from evals.report import decode_summary, render_markdown, write_report
+from evals.results import append_row, load_rows
+from evals.task_suite import Task, load_tasks
+from evals.transcript import replay_transcript, step1_prompt
+
+FORMATS = ["whole", "udiff", "search_replace"]
+CALIBRATION_TOKENS = 16
+QUICK_TARGET_LINES = (20, 80, 250, 700)  # one task nearest each size: small to mid-size files
+QUICK_MAX_REPLY_TOKENS = 192
+QUICK_REPLAY_TASKS = 2
+
+
+@dataclass
+class DecodeCostConfig:
+    model: str = "smollm2-135m"
+    task_ids: list[str] | None = None
+    formats: list[str] | None = None
+    quick: bool = False
+    max_reply_tokens: int | None = None
+    replay: bool = True
+    speculative: bool | None = None
+    dtype: str = "float32"
+    out_dir: Path = Path("runs/decode-cost")
+    tasks_dir: Path | None = None
+    progress: bool = True
+    engine_kwargs: dict = field(default_factory=dict)
+
+
+@dataclass
+class PreparedTask:
+    """A task's temp workspace, failing test output and gold replies (built once, shared by all formats)."""
+
+    task: Task
+    workdir: Path
+    workspace: object
+    tests: object  # the step-0 tools.tests.TestResult (its output goes into the prompt)
+    test_command: str
+    edited_path: str
+    edited_file_lines: int
+    replies: dict[str, str]
+
+
+def prepare_task(task: Task, formats: list[str], tmp: Path):
+    from tools.tests import run_tests
+    from tools.workspace import Workspace
+
+    repo = copy_repo(task, tmp / task.id)
+    ws = Workspace(repo)
+    command = test_command(task)
+    tests = run_tests(ws, command)
+    edit, replies = gold_replies(ws, task.gold_diff, formats)
+    edited_path = max(edit.before, key=lambda p: len(edit.before[p].splitlines()))
+    return PreparedTask(task, repo, ws, tests, command, edited_path, edit.edited_file_lines, replies)
+
+
+def pick_quick(prepared_sizes: dict[str, int], count: int = len(QUICK_TARGET_LINES)) -> list[str]:
+    """Task ids of varied size: the one nearest each target line count (no repeats)."""
+    chosen: list[str] = []
+    for target in QUICK_TARGET_LINES[:count]:
+        left = {t: n for t, n in prepared_sizes.items() if t not in chosen}
+        if left:
+            chosen.append(min(left, key=lambda t: (abs(left[t] - target), t)))
+    return sorted(chosen, key=lambda t: prepared_sizes[t])
+
+
+def edited_sizes(tasks: list[Task]) -> dict[str, int]:
+    """Edited-file line counts from each gold diff's pre-image (no workspace needed)."""
+    from unidiff import PatchSet
+
+    sizes = {}
+    for task in tasks:
+        paths = [pf.source_file[2:] if pf.source_file.startswith("a/") else pf.source_file
+                 for pf in PatchSet(task.gold_diff)]
+        sizes[task.id] = max(len((task.repo_dir / p).read_text().splitlines()) for p in paths
+                             if (task.repo_dir / p).is_file())
+    return sizes
+
+
+# ---------------------------------------------------------------- engine calls
+
+
+def run_request(engine, prompt_ids: list[int], params, cache_salt: str | None = None):
+    """One request through the engine's step loop (the same path the server uses); its final output."""
+    rid = engine.add_request(prompt_ids, params, cache_salt=cache_salt)
+    final = None
+    while engine.has_unfinished():
+        for out in engine.step():
+            if out.request_id == rid and out.finished:
+                final = out
+    if final is None or final.finish_reason in ("error", "abort"):
+        raise RuntimeError(f"engine request failed: {getattr(final, 'error', None) or 'no output'}")
+    return final
+
+
+def reply_token_ids(engine, reply: str) -> list[int]:
+    """The reply as the model would decode it: its tokens, then the end-of-turn token."""
+    ids = engine.tokenizer.encode(reply, add_special_tokens=False)
+    eos = engine.tokenizer.eos_token_id
+    return ids + ([eos] if eos is not None else [])
+
+
+def force(engine, prompt_ids: list[int], reply_ids: list[int], cap: int | None, cache_salt: str | None = None):
+    """Teacher-force `reply_ids` (or its first `cap` tokens) after the prompt; (output, tokens forced)."""
+    from engine import SamplingParams
+
+    room = engine.max_model_len - len(prompt_ids)
+    if room < 2:
+        raise ValueError(f"prompt of {len(prompt_ids)} tokens leaves no room in {engine.max_model_len}")
+    n = min(len(reply_ids), room, cap or len(reply_ids))
+    params = SamplingParams(max_tokens=n, temperature=0.0, ignore_eos=True, forced_token_ids=reply_ids[:n])
+    return run_request(engine, prompt_ids, params, cache_salt=cache_salt), n
+
+
+def seconds_per_token(engine, prompt_ids: list[int]) -> float:
+    """Free-running greedy decode after the prompt (prefix already cached): measured seconds per token."""
+    from engine import SamplingParams
+
+    n = min(CALIBRATION_TOKENS, engine.max_model_len - len(prompt_ids) - 1)
+    out = run_request(engine, prompt_ids, SamplingParams(max_tokens=max(2, n), temperature=0.0, ignore_eos=True))
+    m = out.metrics
+    return m.decode_s / max(1, m.completion_tokens - 1)
+
+
+def _decode_steps(completion_tokens: int) -> int:
+    """Tokens covered by decode_s: the first token comes with the prefill (in TTFT)."""
+    return max(0, completion_tokens - 1)
+
+
+# ---------------------------------------------------------------- the eval
+
+
+def measure_task(engine, prep: PreparedTask, formats: list[str], cap: int | None, model: str, speculative) -> list[dict]:
+    rows = []
+    s_per_token = None
+    for fmt in formats:
+        prompt = step1_prompt(prep.workspace, fmt, prep.task.spec.description, prep.test_command, prep.tests)
+        prompt_ids = engine.apply_chat_template(prompt.messages)
+        reply_ids = reply_token_ids(engine, prep.replies[fmt])
+        out, forced = force(engine, prompt_ids, reply_ids, cap)
+        if s_per_token is None:
+            s_per_token = seconds_per_token(engine, prompt_ids)
+        m = out.metrics
+        rows.append({
+            "kind": "decode_cost", "task": prep.task.id, "format": fmt, "model": model,
+            "speculative": speculative, "edited_file": prep.edited_path,
+            "edited_file_lines": prep.edited_file_lines, "prompt_tokens": m.prompt_tokens,
+            "cached_tokens": m.cached_tokens, "prefill_tokens_computed": m.prefill_tokens_computed,
+            "reply_tokens": len(reply_ids), "completion_tokens": m.completion_tokens,
+            "capped": forced < len(reply_ids), "decode_passes": m.decode_passes,
+            "accepted_draft_tokens": m.accepted_draft_tokens, "rejected_draft_tokens": m.rejected_draft_tokens,
+            "ttft_s": m.ttft_s, "prefill_s": m.prefill_s, "decode_s": m.decode_s, "s_per_token": s_per_token,
+            "predicted_decode_s": s_per_token * _decode_steps(m.completion_tokens),
+            "forced_matches": list(out.token_ids) == reply_ids[:forced],
+        })
+    return rows
+
+
+def replay_task(engine, prep: PreparedTask, model: str) -> list[dict]:
+    """The 3-step transcript in udiff, with the prefix cache on (one salt per transcript) and off."""
+    steps = replay_transcript(prep.workspace, prep.edited_path, prep.replies["udiff"])
+    rows = []
+    for cache in ("on", "off"):
+        prompt = step1_prompt(prep.workspace, "udiff", prep.task.spec.description, prep.test_command, prep.tests)
+        salt_on = f"replay-{prep.task.id}-{uuid.uuid4().hex}"
+        for number, step in enumerate(steps, 1):
+            prompt_ids = engine.apply_chat_template(prompt.messages)
+            salt = salt_on if cache == "on" else uuid.uuid4().hex  # a fresh salt can never hit
+            out, _ = force(engine, prompt_ids, reply_token_ids(engine, step.reply), cap=None, cache_salt=salt)
+            m = out.metrics
+            rows.append({
+                "kind": "replay", "task": prep.task.id, "model": model, "format": "udiff", "step": number,
+                "cache": cache, "prompt_tokens": m.prompt_tokens, "cached_tokens": m.cached_tokens,
+                "prefill_tokens_computed": m.prefill_tokens_computed, "ttft_s": m.ttft_s, "prefill_s": m.prefill_s,
+                "completion_tokens": m.completion_tokens,
+            })
+            prompt.add_reply(step.reply)
+            if step.feedback:
+                prompt.add_feedback(step.feedback)
+    return rows
+
+
+def load_engine(config: DecodeCostConfig):
+    from engine import Engine
+
+    kwargs = {"dtype": config.dtype, "enable_prefix_caching": True, **config.engine_kwargs}
+    if config.speculative is not None:
+        kwargs["speculative"] = config.speculative
+    return Engine.from_pretrained(config.model, **kwargs)
+
+
+def _progress(enabled: bool):
+    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+
+    return Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
+                    disable=not enabled)
+
+
+def run_decode_cost_eval(config: DecodeCostConfig, engine=None) -> dict:
+    """Run the eval; write results.jsonl, report.md and plots into config.out_dir; return the summary."""
+    formats = config.formats or FORMATS
+    unknown = [f for f in formats if f not in FORMATS]
+    if unknown:
+        raise ValueError(f"unknown formats {unknown}; known: {FORMATS}")
+    tasks = load_tasks(config.tasks_dir, config.task_ids) if config.tasks_dir else load_tasks(ids=config.task_ids)
+    cap = config.max_reply_tokens
+    if config.quick:
+        if config.task_ids is None:
+            sizes = edited_sizes(tasks)
+            picked = pick_quick(sizes)
+            tasks = [t for t in tasks if t.id in picked]
+        cap = cap or QUICK_MAX_REPLY_TOKENS
+    replay_ids = {t.id for t in tasks[:QUICK_REPLAY_TASKS]} if config.quick else {t.id for t in tasks}
+    if not config.replay:
+        replay_ids = set()
+
+    out_dir = Path(config.out_dir)
+    out_dir.mkdir(parents=True, exist_ok=True)
+    results = out_dir / "results.jsonl"
+    results.write_text("")
+    engine = engine or load_engine(config)
+    model = config.model
+    speculative = getattr(engine.config, "speculative", None)
+    tmp = Path(tempfile.mkdtemp(prefix="decode-cost-"))
+    try:
+        with _progress(config.progress) as progress:
+            bar = progress.add_task("decode cost", total=len(tasks) * len(formats) + 6 * len(replay_ids))
+            for task in tasks:
+                progress.update(bar, description=f"{task.id}: prepare")
+                prep = prepare_task(task, formats, tmp)
+                progress.update(bar, description=f"{task.id}: forced decode")
+                for row in measure_task(engine, prep, formats, cap, model, speculative):
+                    append_row(results, row)
+                    progress.advance(bar)
+                if task.id in replay_ids:
+                    progress.update(bar, description=f"{task.id}: replay")
+                    for row in replay_task(engine, prep, model):
+                        append_row(results, row)
+                        progress.advance(bar)
+                shutil.rmtree(prep.workdir, ignore_errors=True)
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
+    rows = load_rows(results)
+    paths = write_report(rows, out_dir)
+    return {"summary": decode_summary(rows), "paths": {"results": results, **paths},
+            "markdown": render_markdown(rows)}
