@@ -101,8 +101,30 @@ class _CappedReader(threading.Thread):
         return head_s + note + tail_s, True
 
 
+def _group_alive(pgid: int) -> bool:
+    """Whether any live (non-zombie) process is still in process group `pgid`."""
+    if not os.path.isdir("/proc"):
+        try:
+            os.killpg(pgid, 0)
+            return True
+        except (ProcessLookupError, PermissionError):
+            return False
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit():
+            continue
+        try:
+            with open(f"/proc/{entry}/stat") as fh:
+                fields = fh.read().rsplit(")", 1)[1].split()
+        except OSError:
+            continue
+        if int(fields[2]) == pgid and fields[0] not in ("Z", "X"):
+            return True
+    return False
+
+
 def _kill_group(pgid: int, proc: subprocess.Popen, grace: float) -> None:
-    """SIGTERM the group, wait up to `grace` for the leader, then SIGKILL whatever is left of the group."""
+    """SIGTERM the group, wait up to `grace` for the leader, then SIGKILL whatever is left of the group and
+    wait (bounded) until the kernel has actually taken every member down."""
     try:
         os.killpg(pgid, signal.SIGTERM)
     except (ProcessLookupError, PermissionError):
@@ -114,7 +136,10 @@ def _kill_group(pgid: int, proc: subprocess.Popen, grace: float) -> None:
     try:
         os.killpg(pgid, signal.SIGKILL)
     except (ProcessLookupError, PermissionError):
-        pass
+        return
+    deadline = time.monotonic() + KILL_GRACE_S
+    while _group_alive(pgid) and time.monotonic() < deadline:
+        time.sleep(0.01)
 
 
 def parse_pytest_output(output: str) -> tuple[int, int, int, list[str]]:
