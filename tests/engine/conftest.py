@@ -1,0 +1,46 @@
+"""Tiny random-weight models (built once per session) and engines over them."""
+
+from __future__ import annotations
+
+import pytest
+
+from engine import Engine
+from engine.testing import make_tiny_model_dir
+
+
+@pytest.fixture(scope="session")
+def tiny_dirs(tmp_path_factory):
+    root = tmp_path_factory.mktemp("tiny-models")
+    return {arch: make_tiny_model_dir(root / arch, arch) for arch in ("llama", "qwen2", "qwen3", "mistral")}
+
+
+@pytest.fixture(scope="session")
+def tiny_llama(tiny_dirs):
+    return tiny_dirs["llama"]
+
+
+@pytest.fixture
+def make_engine(tiny_llama):
+    """Engine over the tiny llama (fp32), config overridable per test; checks no leaked blocks after."""
+    made: list[Engine] = []
+
+    def make(path=None, **config) -> Engine:
+        config.setdefault("dtype", "float32")
+        config.setdefault("num_blocks", 256)
+        eng = Engine.from_pretrained(str(path or tiny_llama), **config)
+        made.append(eng)
+        return eng
+
+    yield make
+    for eng in made:
+        assert_no_leaks(eng)
+
+
+def assert_no_leaks(eng: Engine) -> None:
+    """Once nothing is running, every block is free or cached and no refcount is held."""
+    if eng.has_unfinished():
+        return
+    s = eng.stats()
+    assert s.blocks_in_use == 0, s
+    assert s.blocks_free + s.blocks_cached == s.num_blocks, s
+    assert all(rc == 0 for rc in eng.blocks.ref_count)
