@@ -1,0 +1,72 @@
+"""Start `deltaserve mcp --root DIR` as a real subprocess and call every tool through the MCP client (stdio)."""
+
+from __future__ import annotations
+
+import os
+import sys
+
+import anyio
+from mcp import Client
+from mcp.client.stdio import StdioServerParameters
+
+EXPECTED_TOOLS = {"view", "list_files", "grep", "apply_patch", "apply_search_replace", "write_file", "run_tests"}
+
+
+def _text(result) -> str:
+    return "\n".join(c.text for c in result.content if getattr(c, "text", None) is not None)
+
+
+def test_every_tool_over_stdio(workspace):
+    ws = workspace({
+        "calc.py": "def add(a, b):\n    return a - b\n",
+        "test_calc.py": "from calc import add\n\n\ndef test_add():\n    assert add(1, 2) == 3\n",
+        ".gitignore": "*.log\n",
+        "debug.log": "noise\n",
+    })
+    script = os.path.join(os.path.dirname(sys.executable), "deltaserve")  # the installed console script
+    launcher = [script] if os.path.exists(script) else [sys.executable, "-c", "import sys; from harness.cli import main; sys.exit(main())"]
+    params = StdioServerParameters(
+        command=launcher[0],
+        args=[*launcher[1:], "mcp", "--root", str(ws.root),
+              "--test-command", "python -m pytest -q -p no:cacheprovider", "--test-timeout", "120"],
+        env={"PYTEST_DISABLE_PLUGIN_AUTOLOAD": "1"},
+    )
+    out: dict = {}
+
+    async def session():
+        async with Client(params, read_timeout_seconds=120) as client:
+            out["tools"] = {t.name for t in (await client.list_tools()).tools}
+            out["list"] = await client.call_tool("list_files", {})
+            out["view"] = await client.call_tool("view", {"path": "calc.py", "start": 2, "end": 2})
+            out["grep"] = await client.call_tool("grep", {"regex": r"return a"})
+            out["tests_before"] = await client.call_tool("run_tests", {})
+            out["patch_dry"] = await client.call_tool("apply_patch", {
+                "diff": "--- a/calc.py\n+++ b/calc.py\n@@ @@\n def add(a, b):\n-    return a - b\n+    return a + b\n",
+                "dry_run": True})
+            out["patch"] = await client.call_tool("apply_patch", {
+                "diff": "--- a/calc.py\n+++ b/calc.py\n@@ @@\n def add(a, b):\n-    return a - b\n+    return a + b\n"})
+            out["tests_after"] = await client.call_tool("run_tests", {})
+            out["sr"] = await client.call_tool("apply_search_replace", {
+                "path": "calc.py", "search": "    return a + b\n", "replace": "    return b + a\n"})
+            out["write"] = await client.call_tool("write_file", {"path": "notes/todo.txt", "content": "ship it"})
+            out["bad_patch"] = await client.call_tool("apply_patch", {
+                "diff": "--- a/calc.py\n+++ b/calc.py\n@@ @@\n def mul(a, b):\n-    return a * b\n+    return 0\n"})
+            out["escape"] = await client.call_tool("view", {"path": "../../etc/passwd"})
+
+    anyio.run(session)
+
+    assert out["tools"] == EXPECTED_TOOLS
+    assert _text(out["list"]).splitlines() == [".gitignore", "calc.py", "test_calc.py"]
+    assert _text(out["view"]) == "calc.py (lines 2-2 of 2)\n[1 lines above not shown]\n2 |     return a - b"
+    assert _text(out["grep"]) == "calc.py:2:     return a - b"
+    assert "0 passed, 1 failed" in _text(out["tests_before"])
+    assert "test_calc.py::test_add" in _text(out["tests_before"])
+    assert _text(out["patch_dry"]).startswith("DRY RUN")
+    assert "calc.py: updated (1 hunks: exact@1)" in _text(out["patch"])
+    assert "1 passed, 0 failed" in _text(out["tests_after"]) and not out["tests_after"].is_error
+    assert not out["sr"].is_error
+    assert (ws.root / "calc.py").read_text() == "def add(a, b):\n    return b + a\n"
+    assert (ws.root / "notes" / "todo.txt").read_text() == "ship it\n"
+    assert out["bad_patch"].is_error
+    assert "Closest lines in calc.py" in _text(out["bad_patch"]) and "No files were changed" in _text(out["bad_patch"])
+    assert out["escape"].is_error and "'..'" in _text(out["escape"])

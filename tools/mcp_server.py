@@ -1,0 +1,100 @@
+"""The tools as an MCP server (stdio): view, grep, list_files, apply_patch, apply_search_replace, write_file,
+run_tests over one workspace root. Start with `deltaserve mcp --root DIR`.
+
+Every failure a model can cause (bad path, patch that does not apply, ...) comes back as a tool error whose
+text is the same model-facing message the Python API raises, so the calling agent can correct itself.
+"""
+
+from __future__ import annotations
+
+import functools
+import os
+
+from mcp.server import MCPServer
+from mcp.server.mcpserver.exceptions import ToolError
+
+from tools import files, patch, tests
+from tools.workspace import Workspace, WorkspaceError
+
+MAX_LISTED_FILES = 1000
+
+
+def _model_errors(fn):
+    """Expected failures become ToolErrors carrying their message (not 'Error executing tool')."""
+
+    @functools.wraps(fn)
+    def wrapper(*args, **kwargs):
+        try:
+            return fn(*args, **kwargs)
+        except patch.PatchError as exc:
+            raise ToolError(exc.message) from None
+        except (WorkspaceError, ValueError) as exc:
+            raise ToolError(str(exc)) from None
+
+    return wrapper
+
+
+def _patch_text(result: patch.PatchResult, dry_run: bool) -> str:
+    head = "DRY RUN, nothing written.\n" if dry_run else ""
+    return head + result.summary() + ("\n\n" + result.diff if result.diff else "")
+
+
+def build_server(root: str | os.PathLike[str], test_command: str = tests.DEFAULT_COMMAND,
+                 test_timeout: float = 300.0) -> MCPServer:
+    ws = Workspace(root)
+    mcp = MCPServer(
+        "deltaserve-tools",
+        instructions=f"File, patch and test tools over the workspace {ws.root}. Paths are relative to it.",
+    )
+
+    @mcp.tool()
+    @_model_errors
+    def view(path: str, start: int | None = None, end: int | None = None) -> str:
+        """Show a text file with 1-based line numbers; optionally only lines start..end (inclusive)."""
+        return files.view(ws, path, start, end)
+
+    @mcp.tool()
+    @_model_errors
+    def list_files(pattern: str | None = None) -> str:
+        """List files (honouring .gitignore); `pattern` is a glob such as '*.py' or 'src/*.py'."""
+        found = files.list_files(ws, pattern)
+        shown = found[:MAX_LISTED_FILES]
+        note = f"\n[{len(found) - len(shown)} more files not listed; give a pattern]" if len(found) > len(shown) else ""
+        return ("\n".join(shown) or "no files") + note
+
+    @mcp.tool()
+    @_model_errors
+    def grep(regex: str, path_glob: str | None = None, ignore_case: bool = False) -> str:
+        """Search file contents with a Python regex; results as 'path:line: text', capped."""
+        return files.grep(ws, regex, path_glob, ignore_case=ignore_case)
+
+    @mcp.tool()
+    @_model_errors
+    def apply_patch(diff: str, dry_run: bool = False) -> str:
+        """Apply a unified diff (one or more files; new, deleted, renamed). All or nothing."""
+        return _patch_text(patch.apply_patch(ws, diff, dry_run=dry_run), dry_run)
+
+    @mcp.tool()
+    @_model_errors
+    def apply_search_replace(path: str, search: str, replace: str, dry_run: bool = False) -> str:
+        """Replace the single place in `path` matching `search` with `replace` (empty search creates the file)."""
+        return _patch_text(patch.apply_search_replace(ws, path, search, replace, dry_run=dry_run), dry_run)
+
+    @mcp.tool()
+    @_model_errors
+    def write_file(path: str, content: str, dry_run: bool = False) -> str:
+        """Replace or create a whole file (keeps an existing file's newline style and mode)."""
+        return _patch_text(patch.write_file(ws, path, content, dry_run=dry_run), dry_run)
+
+    @mcp.tool()
+    @_model_errors
+    def run_tests(command: str | None = None, timeout_s: float | None = None) -> str:
+        """Run the test command (default: the server's) in the workspace; returns counts, failing tests, output."""
+        res = tests.run_tests(ws, command or test_command, timeout=min(timeout_s or test_timeout, test_timeout))
+        return f"{res.summary()}\nduration {res.duration_s:.1f}s\n\n{res.output}"
+
+    return mcp
+
+
+def serve(root: str | os.PathLike[str], test_command: str = tests.DEFAULT_COMMAND, test_timeout: float = 300.0) -> None:
+    build_server(root, test_command, test_timeout).run("stdio")
