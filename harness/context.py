@@ -16,8 +16,11 @@ MAX_TOTAL_CHARS = 24_000
 # `File "/abs/pkg/mod.py", line 3` (Python), `pkg/mod.py:3: in f` / `FAILED tests/t.py::test_x` (pytest)
 _TRACE_PATH = re.compile(r'File "([^"]+)", line \d+|(?:^|\s)([\w./\\-]+\.\w+)(?::\d+|::)', re.MULTILINE)
 _TASK_PATH = re.compile(r"[\w./-]*[\w-]\.[A-Za-z]\w*")
-_TRACE_SYMBOL = re.compile(r"(?::\d+: in |, in )([A-Za-z_]\w*)")
-_TASK_SYMBOL = re.compile(r"`([A-Za-z_][\w.]*)(?:\(\))?`|\b([A-Za-z_]\w*_\w+|[a-z]+[A-Z]\w*|[A-Z][a-z]+[A-Z]\w*)\b")
+# frames (`mod.py:3: in f`, `, in f`) and pytest's assertion rewriting (`where -1 = add(2, 3)`)
+_TRACE_SYMBOL = re.compile(r"(?::\d+: in |, in |\bwhere .* = )([A-Za-z_]\w*)")
+# `name`, name(), snake_case, camelCase, CamelCase
+_TASK_SYMBOL = re.compile(r"`([A-Za-z_][\w.]*)(?:\(\))?`|\b([A-Za-z_]\w*(?=\()|[A-Za-z_]\w*_\w+|[a-z]+[A-Z]\w*"
+                          r"|[A-Z][a-z]+[A-Z]\w*)\b")
 
 
 @dataclass(frozen=True)
@@ -60,13 +63,16 @@ def symbols(task: str, test_output: str) -> list[str]:
 
 def definition_files(workspace, names: list[str]) -> list[str]:
     """Files defining any of these names (`def name` / `class name`), via tools.files.grep."""
+    if not names:
+        return []
     from tools.files import grep
 
     found: list[str] = []
     for name in names:
-        for hit in grep(workspace, rf"^\s*(async\s+def|def|class)\s+{re.escape(name)}\b").matches:
-            if hit.path not in found:
-                found.append(hit.path)
+        hits = grep(workspace, rf"^\s*(async\s+def|def|class)\s+{re.escape(name)}\b")  # "path:line: text" lines
+        for m in re.finditer(r"^(.+?):\d+: ", hits, flags=re.MULTILINE):
+            if m.group(1) not in found:
+                found.append(m.group(1))
     return found
 
 

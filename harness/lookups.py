@@ -65,8 +65,4 @@ def _view(lookup: Lookup, workspace, numbered: bool) -> str:
 def _grep(lookup: Lookup, workspace) -> str:
     from tools.files import grep
 
-    re.compile(lookup.target)  # a clear error for a bad regex, before searching
-    hits = grep(workspace, lookup.target).matches
-    shown = [f"{h.path}:{h.line}: {h.text}" for h in hits[:MAX_GREP_HITS]]
-    more = f"\n({len(hits) - MAX_GREP_HITS} more matches not shown)" if len(hits) > MAX_GREP_HITS else ""
-    return f"{lookup}:\n" + ("\n".join(shown) if shown else "no matches") + more
+    return f"{lookup}:\n" + grep(workspace, lookup.target, max_results=MAX_GREP_HITS)  # "path:line: text" lines

@@ -44,7 +44,8 @@ def run(args: argparse.Namespace) -> int:
         print(f"working on a copy: {workspace}")
     agent = Agent(workspace, args.task, test_cmd=args.test_cmd, model=args.model, edit_format=args.format,
                   max_steps=args.max_steps, max_tokens=args.max_tokens, api_base=args.api_base,
-                  dry_run=args.dry_run, allow_dirty=args.allow_dirty, trace=args.trace)
+                  dry_run=args.dry_run, allow_dirty=args.allow_dirty or args.copy,  # a copy is ours to edit
+                  trace=args.trace)
     try:
         report = agent.run()
     except DirtyWorkspaceError as exc:

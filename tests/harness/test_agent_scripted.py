@@ -4,22 +4,16 @@ checked against a value computed here by hand (token counts from the model's tok
 
 import io
 import json
-import os
-import sys
 
+import litellm
 import pytest
+from rich.console import Console
 
-os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
-
-import litellm  # noqa: E402
-from rich.console import Console  # noqa: E402
-
-from harness import Agent, RunReport  # noqa: E402
+from harness import Agent, RunReport
 
 MODEL = "openai/gpt-4o-mini"  # counted with litellm's token_counter (tiktoken, bundled); never called
-BUGGY = "def add(a, b):\n    return a - b\n\n\ndef mul(a, b):\n    return a * b\n"
+BUGGY = "def add(a, b):\n    return a - b\n\n\ndef mul(a, b):\n    return a * b\n"  # conftest's calc.py
 FIXED = BUGGY.replace("a - b", "a + b")
-TEST = "from calc import add\n\n\ndef test_add():\n    assert add(2, 3) == 5\n"
 WRONG = ("I will fix the sign.\n```diff\n--- a/calc.py\n+++ b/calc.py\n@@ -1,2 +1,2 @@\n def add(x, y):\n"
          "-    return x - y\n+    return x + y\n```\n")
 RIGHT = ("Sorry, with the real names:\n```diff\n--- a/calc.py\n+++ b/calc.py\n@@ -1,2 +1,2 @@\n def add(a, b):\n"
@@ -30,13 +24,6 @@ TIMES = [(0.30, 1.20), (0.05, 1.90)]  # (ttft s, decode s) the provider reports 
 def tokens(text=None, messages=None):
     return litellm.token_counter(model=MODEL, text=text) if text is not None else \
         litellm.token_counter(model=MODEL, messages=messages)
-
-
-@pytest.fixture
-def project(tmp_path):
-    (tmp_path / "calc.py").write_text(BUGGY)
-    (tmp_path / "test_calc.py").write_text(TEST)
-    return tmp_path
 
 
 def scripted(replies, usages):
@@ -50,7 +37,7 @@ def scripted(replies, usages):
         cached = 0 if step == 0 else usages[-1]["prompt"] + usages[-1]["completion"]  # all of step 1 + reply
         usage = {"prompt": prompt, "cached": cached, "completion": tokens(text=reply)}
         usages.append(usage)
-        ttft, decode = TIMES[step]
+        ttft, decode = TIMES[step % len(TIMES)]
         mock = {"choices": [{"message": {"role": "assistant", "content": reply}, "finish_reason": "stop"}],
                 "usage": {"prompt_tokens": prompt, "completion_tokens": usage["completion"],
                           "total_tokens": prompt + usage["completion"],
@@ -61,11 +48,12 @@ def scripted(replies, usages):
     return call
 
 
-def test_two_step_fix_with_every_number_checked(project, tmp_path):
+def test_two_step_fix_with_every_number_checked(project, test_cmd, tmp_path):
+    assert (project / "calc.py").read_text() == BUGGY
     usages = []
     out = io.StringIO()
     trace = tmp_path / "trace.jsonl"
-    agent = Agent(project, "add() returns the wrong result", test_cmd=f"{sys.executable} -m pytest -q -p no:cacheprovider",
+    agent = Agent(project, "add() returns the wrong result", test_cmd=test_cmd,
                   model=MODEL, edit_format="udiff", max_steps=4, trace=trace, complete=scripted([WRONG, RIGHT], usages),
                   console=Console(file=out, width=200))
     report = agent.run()
@@ -125,10 +113,10 @@ def test_two_step_fix_with_every_number_checked(project, tmp_path):
     assert "apply failed" in table and "tests pass" in table and "total" in table
 
 
-def test_views_and_replies_without_edits_are_answered(project):
+def test_views_and_replies_without_edits_are_answered(project, test_cmd):
     usages = []
     replies = ["Let me look first.\nVIEW calc.py 1-2\nGREP def mul", "I am not sure what to do.", RIGHT]
-    agent = Agent(project, "fix add", test_cmd=f"{sys.executable} -m pytest -q -p no:cacheprovider", model=MODEL,
+    agent = Agent(project, "fix add", test_cmd=test_cmd, model=MODEL,
                   complete=scripted(replies, usages), console=Console(file=io.StringIO()))
     report = agent.run()
     assert [s.action for s in report.steps] == ["view", "none", "edit"] and report.solved
@@ -138,8 +126,8 @@ def test_views_and_replies_without_edits_are_answered(project):
     assert agent.prompts[2][-1]["content"].startswith("I found no edits in your reply.")
 
 
-def test_dry_run_shows_edits_and_writes_nothing(project):
-    agent = Agent(project, "fix add", test_cmd=f"{sys.executable} -m pytest -q -p no:cacheprovider", model=MODEL,
+def test_dry_run_shows_edits_and_writes_nothing(project, test_cmd):
+    agent = Agent(project, "fix add", test_cmd=test_cmd, model=MODEL,
                   dry_run=True, complete=scripted([RIGHT], []), console=Console(file=io.StringIO()))
     report = agent.run()
     assert report.stopped.startswith("dry run") and report.steps[0].apply.dry_run and report.steps[0].tests is None
@@ -147,11 +135,11 @@ def test_dry_run_shows_edits_and_writes_nothing(project):
     assert (project / "calc.py").read_text() == BUGGY and report.final_diff == ""
 
 
-def test_model_errors_end_the_run_with_the_reason(project):
+def test_model_errors_end_the_run_with_the_reason(project, test_cmd):
     def failing(**kwargs):
         raise litellm.exceptions.APIConnectionError(message="no server", llm_provider="openai", model=MODEL)
 
-    agent = Agent(project, "fix add", test_cmd=f"{sys.executable} -m pytest -q -p no:cacheprovider", model=MODEL,
+    agent = Agent(project, "fix add", test_cmd=test_cmd, model=MODEL,
                   complete=failing, console=Console(file=io.StringIO()))
     report = agent.run()
     assert report.steps == [] and "no server" in report.stopped and not report.solved

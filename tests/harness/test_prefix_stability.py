@@ -1,0 +1,50 @@
+"""The prompt only grows: for a 4-step run, each step's chat-templated prompt (engine tokenizer) starts with
+the previous prompt's token ids followed by the reply's token ids and the end-of-turn marker, which is
+exactly what the engine's prefix cache holds after serving that step."""
+
+import io
+
+import pytest
+from rich.console import Console
+
+from harness import Agent
+
+MODEL = "local/smollm2-135m"
+REPLIES = [
+    "Let me see the file first.\nVIEW calc.py\n",
+    # a diff that does not apply; trailing spaces and a unicode arrow must survive the round trip
+    "Fix → sign:  \n```diff\n--- a/calc.py\n+++ b/calc.py\n@@ -1,2 +1,2 @@\n def add(x, y):\n-    return x - y\n"
+    "+    return x + y\n```\n\n",
+    "Hmm.\n\n\n",
+    "```diff\n--- a/calc.py\n+++ b/calc.py\n@@ -1,2 +1,2 @@\n def add(a, b):\n-    return a - b\n+    return a * b\n```",
+]
+
+
+@pytest.fixture(scope="module")
+def engine():
+    from harness.client import local_engine
+
+    return local_engine("smollm2-135m")
+
+
+def test_each_prompt_extends_the_previous_prompt_and_reply(engine, project, test_cmd):
+    from harness.client import complete
+
+    replies = iter(REPLIES)
+    agent = Agent(project, "add() returns the wrong result", test_cmd=test_cmd, model=MODEL, max_steps=4,
+                  complete=lambda **kw: complete(**kw, mock_response=next(replies)),
+                  console=Console(file=io.StringIO()))
+    report = agent.run()
+    assert [s.action for s in report.steps] == ["view", "edit", "none", "edit"]
+    assert [s.outcome for s in report.steps][1:] == ["apply failed", "no edits", "tests fail"]
+
+    tok = engine.tokenizer
+    end_of_turn = tok.convert_tokens_to_ids("<|im_end|>")
+    assert end_of_turn in engine.eos_token_ids  # what the model emits to end its reply
+    ids = [engine.apply_chat_template(messages) for messages in agent.prompts]
+    assert len(ids) == 4
+    for n in range(3):
+        reply_ids = tok.encode(REPLIES[n], add_special_tokens=False) + [end_of_turn]
+        expected = ids[n] + reply_ids
+        assert ids[n + 1][: len(expected)] == expected, f"prompt {n + 2} does not extend prompt {n + 1} + reply"
+        assert len(ids[n + 1]) > len(expected)  # and the feedback follows
