@@ -405,6 +405,7 @@ class Parser:
         return node
 
     def _additive(self) -> Node:
+        """Sums and differences; operands are products, so 1 + 2 * 3 groups the product first."""
         node = self._multiplicative()
         if self._peek_op("+", "-"):
             op = self._advance().text
@@ -413,6 +414,10 @@ class Parser:
         return node
 
     def _multiplicative(self) -> Node:
+        """Products, quotients, floor division and remainders.
+
+        Operands go through _unary, so 2 * -3 works and -2 ^ 2 keeps the power binding tighter.
+        """
         node = self._unary()
         if self._peek_op("*", "/", "//", "%"):
             op = self._advance().text
