@@ -270,10 +270,6 @@ class Engine:
         del seq.token_ids[len(seq.token_ids) - accepted:]
         seq.draft_token_ids = []
         if drafts:
-            self.draft_tokens += len(drafts)
-            self.accepted_draft_tokens += accepted
-            seq.metrics.accepted_draft_tokens += accepted
-            seq.metrics.rejected_draft_tokens += len(drafts) - accepted
             self.blocks.trim(seq)
         if not was_prefill:
             seq.metrics.decode_passes += 1
@@ -285,10 +281,17 @@ class Engine:
         else:
             seq.metrics.itl_s.append(now - seq.last_token_time)
         seq.last_token_time = now
+        emitted = 0
         for tok in tokens:
             self._append_token(seq, tok)
+            emitted += 1
             if seq.finished:
                 break
+        if drafts:  # a stop/EOS/limit inside the run cuts it: the last emitted token counts as the pass's own
+            self.draft_tokens += len(drafts)
+            self.accepted_draft_tokens += emitted - 1
+            seq.metrics.accepted_draft_tokens += emitted - 1
+            seq.metrics.rejected_draft_tokens += len(drafts) - (emitted - 1)
         return True
 
     def _append_token(self, seq: Sequence, tok: int) -> None:

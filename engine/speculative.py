@@ -1,0 +1,167 @@
+"""Speculative decoding drafts: prompt lookup (n-grams of the context) and Predicted Outputs.
+
+Edits copy most of their text from the prompt (diff context lines, SEARCH blocks, the unchanged parts of
+a rewritten file), so the tokens that followed an earlier occurrence of the last few tokens are good
+guesses for what comes next. The engine (engine/engine.py) calls `propose(seq)` before a step; the
+drafts ride in the same forward pass as the sequence's next token (a verify span), the longest prefix
+the target agrees with is kept plus the model's own next token, and the KV of the rest is rolled back.
+
+Two draft sources, tried in order:
+- `prediction` (OpenAI Predicted Outputs, e.g. the original file for a whole-file reply): followed by
+  *position*. A cursor marks where the output stands in the predicted text; while the output follows it
+  the next k predicted tokens are proposed, and after the output departs from it (an edited line) the
+  cursor resyncs on the first later occurrence of the output's last n tokens, so one long prediction
+  keeps paying off after every edit.
+- prompt + output: the latest earlier occurrence of the last n tokens (n from prompt_lookup_max down to
+  prompt_lookup_min), found in an incrementally built n-gram index (no rescans of a long prompt).
+
+Acceptance is exact (engine._advance): at each draft position the engine picks the token the target
+would emit there (argmax, forced token, or a sample) and keeps the draft iff it is that token. For a
+deterministic draft this *is* standard speculative sampling with a one-hot draft distribution q: the
+draft d is kept with probability min(1, p(d)/q(d)) = p(d), and on rejection the token is distributed as
+norm(max(0, p - q)) = p without d. `accept_draft` below is that textbook rule, kept for the tests that
+check the two agree.
+"""
+
+from __future__ import annotations
+
+import bisect
+import weakref
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
+
+import torch
+
+if TYPE_CHECKING:
+    from engine.sequence import Sequence
+
+
+@dataclass
+class _NgramIndex:
+    """n-gram -> end position (exclusive) of its latest occurrence in a growing token list, for each n
+    in [n_min, n_max]. Covers every occurrence that ends before the list's last token, so a lookup of
+    the list's own tail finds an *earlier* occurrence."""
+
+    n_min: int
+    n_max: int
+    latest: dict[tuple[int, ...], int] = field(default_factory=dict)
+    upto: int = 0  # occurrences ending at positions <= upto are indexed
+
+    def update(self, tokens: list[int]) -> None:
+        last = len(tokens) - 1
+        for end in range(max(self.upto + 1, 1), last + 1):
+            for n in range(self.n_min, min(self.n_max, end) + 1):
+                self.latest[tuple(tokens[end - n:end])] = end
+        self.upto = max(self.upto, last)
+
+    def lookup(self, tokens: list[int], k: int) -> list[int]:
+        L = len(tokens)
+        for n in range(min(self.n_max, L - 1), self.n_min - 1, -1):
+            end = self.latest.get(tuple(tokens[L - n:]))
+            if end is not None:
+                return tokens[end:end + k]
+        return []
+
+
+@dataclass
+class _Prediction:
+    """A predicted text's tokens, their n-gram positions, and the cursor that follows the output."""
+
+    tokens: list[int]
+    ends: dict[tuple[int, ...], list[int]]  # n-gram -> ascending end positions (exclusive)
+    cursor: int = 0  # where the output stood in the prediction at the last proposal
+    mark: int = 0  # len(seq.token_ids) at the last proposal
+
+    @classmethod
+    def build(cls, tokens: list[int], n_min: int, n_max: int, mark: int) -> _Prediction:
+        ends: dict[tuple[int, ...], list[int]] = {}
+        for end in range(1, len(tokens) + 1):
+            for n in range(n_min, min(n_max, end) + 1):
+                ends.setdefault(tuple(tokens[end - n:end]), []).append(end)
+        return cls(tokens, ends, 0, mark)
+
+    def propose(self, tokens: list[int], n_min: int, n_max: int, k: int) -> list[int]:
+        L = len(tokens)
+        new = tokens[self.mark:L]
+        if new == self.tokens[self.cursor:self.cursor + len(new)]:
+            self.cursor += len(new)  # the output followed the prediction
+        else:
+            self.cursor = self._resync(tokens, n_min, n_max)
+        self.mark = L
+        return self.tokens[self.cursor:self.cursor + k]
+
+    def _resync(self, tokens: list[int], n_min: int, n_max: int) -> int:
+        """The output left the prediction: find its last n tokens again, preferring the first occurrence
+        at or after the cursor (edits move forward through the text); else the latest before it."""
+        L = len(tokens)
+        for n in range(min(n_max, L), n_min - 1, -1):
+            ends = self.ends.get(tuple(tokens[L - n:]))
+            if ends:
+                i = bisect.bisect_left(ends, self.cursor)
+                return ends[i] if i < len(ends) else ends[-1]
+        return len(self.tokens)  # lost: propose nothing until the output follows it again from the end
+
+
+@dataclass
+class _SeqState:
+    context: _NgramIndex
+    prediction: _Prediction | None
+
+
+class PromptLookupDrafter:
+    """Proposes up to k draft tokens for a decoding sequence from its prediction and its own context."""
+
+    def __init__(self, tokenizer, num_speculative_tokens: int, n_min: int, n_max: int):
+        if n_min > n_max:
+            raise ValueError(f"prompt_lookup_min ({n_min}) > prompt_lookup_max ({n_max})")
+        self.tokenizer = tokenizer
+        self.k = num_speculative_tokens
+        self.n_min, self.n_max = n_min, n_max
+        self._states: weakref.WeakKeyDictionary[Sequence, _SeqState] = weakref.WeakKeyDictionary()
+
+    def _state(self, seq: Sequence) -> _SeqState:
+        st = self._states.get(seq)
+        if st is None:
+            pred = None
+            if seq.params.prediction:
+                ids = self.tokenizer.encode(seq.params.prediction, add_special_tokens=False)
+                pred = _Prediction.build(list(ids), self.n_min, self.n_max, seq.num_prompt_tokens)
+            st = self._states[seq] = _SeqState(_NgramIndex(self.n_min, self.n_max), pred)
+        return st
+
+    def max_drafts(self, seq: Sequence) -> int:
+        """No draft past what the request may still emit: max_tokens, and forced tokens left."""
+        room = min(self.k, seq.params.max_tokens - seq.num_output_tokens - 1)
+        forced = seq.params.forced_token_ids
+        if forced is not None:
+            room = min(room, len(forced) - seq.num_output_tokens - 1)
+        return max(0, room)
+
+    def propose(self, seq: Sequence) -> list[int]:
+        k = self.max_drafts(seq)
+        st = self._state(seq)
+        tokens = seq.token_ids
+        draft: list[int] = []
+        if st.prediction is not None:  # keep the cursor moving even when nothing may be drafted
+            draft = st.prediction.propose(tokens, self.n_min, self.n_max, k)
+        if not draft and k:
+            st.context.update(tokens)
+            draft = st.context.lookup(tokens, k)
+        return draft[:k]
+
+
+def make_drafter(engine) -> PromptLookupDrafter:
+    c = engine.config
+    return PromptLookupDrafter(engine.tokenizer, c.num_speculative_tokens, c.prompt_lookup_min, c.prompt_lookup_max)
+
+
+def accept_draft(probs: torch.Tensor, draft: int, generator: torch.Generator | None = None) -> int:
+    """Textbook speculative sampling for one position with a one-hot draft distribution (q(draft) = 1):
+    keep `draft` with probability min(1, p(draft) / q(draft)) = p(draft), else sample from the residual
+    norm(max(0, p - q)). Returns the emitted token. The engine's sample-then-compare is equivalent."""
+    u = torch.rand((), generator=generator, device=probs.device)
+    if u < probs[draft]:
+        return draft
+    residual = probs.clone()
+    residual[draft] = 0.0
+    return int(torch.multinomial(residual / residual.sum(), 1, generator=generator))
