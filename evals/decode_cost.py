@@ -20,7 +20,7 @@ import uuid
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from evals.check_tasks import copy_repo, test_command
+from evals.check_tasks import TEST_ENV, copy_repo, test_command
 from evals.gold_replies import gold_replies
 from evals.report import decode_summary, render_markdown, write_report
 from evals.results import append_row, load_rows
@@ -43,7 +43,7 @@ class DecodeCostConfig:
     max_reply_tokens: int | None = None
     replay: bool = True
     speculative: bool | None = None
-    dtype: str = "float32"
+    dtype: str = "auto"
     out_dir: Path = Path("runs/decode-cost")
     tasks_dir: Path | None = None
     progress: bool = True
@@ -71,7 +71,7 @@ def prepare_task(task: Task, formats: list[str], tmp: Path):
     repo = copy_repo(task, tmp / task.id)
     ws = Workspace(repo)
     command = test_command(task)
-    tests = run_tests(ws, command)
+    tests = run_tests(ws, command, env=TEST_ENV)
     edit, replies = gold_replies(ws, task.gold_diff, formats)
     edited_path = max(edit.before, key=lambda p: len(edit.before[p].splitlines()))
     return PreparedTask(task, repo, ws, tests, command, edited_path, edit.edited_file_lines, replies)
@@ -101,6 +101,15 @@ def edited_sizes(tasks: list[Task]) -> dict[str, int]:
 
 
 # ---------------------------------------------------------------- engine calls
+
+
+def fits(engine, prompt_ids: list[int]) -> bool:
+    """Room for the prompt and at least two decoded tokens."""
+    return len(prompt_ids) + 2 <= engine.max_model_len
+
+
+def skipped_row(prep: PreparedTask, fmt: str, model: str, reason: str) -> dict:
+    return {"kind": "skipped", "task": prep.task.id, "format": fmt, "model": model, "reason": reason}
 
 
 def run_request(engine, prompt_ids: list[int], params, cache_salt: str | None = None):
@@ -135,12 +144,13 @@ def force(engine, prompt_ids: list[int], reply_ids: list[int], cap: int | None, 
     return run_request(engine, prompt_ids, params, cache_salt=cache_salt), n
 
 
-def seconds_per_token(engine, prompt_ids: list[int]) -> float:
+def seconds_per_token(engine, prompt_ids: list[int], cache_salt: str | None = None) -> float:
     """Free-running greedy decode after the prompt (prefix already cached): measured seconds per token."""
     from engine import SamplingParams
 
     n = min(CALIBRATION_TOKENS, engine.max_model_len - len(prompt_ids) - 1)
-    out = run_request(engine, prompt_ids, SamplingParams(max_tokens=max(2, n), temperature=0.0, ignore_eos=True))
+    params = SamplingParams(max_tokens=max(2, n), temperature=0.0, ignore_eos=True)
+    out = run_request(engine, prompt_ids, params, cache_salt=cache_salt)
     m = out.metrics
     return m.decode_s / max(1, m.completion_tokens - 1)
 
@@ -153,16 +163,23 @@ def _decode_steps(completion_tokens: int) -> int:
 # ---------------------------------------------------------------- the eval
 
 
-def measure_task(engine, prep: PreparedTask, formats: list[str], cap: int | None, model: str, speculative) -> list[dict]:
+def measure_task(engine, prep: PreparedTask, formats: list[str], cap: int | None, model: str, speculative,
+                 salt: str) -> list[dict]:
+    """Forced decode of each format's gold reply. `salt` scopes the prefix cache to this eval run, so what
+    ran before in the process (e.g. the demo's agent) cannot serve these prompts."""
     rows = []
     s_per_token = None
     for fmt in formats:
         prompt = step1_prompt(prep.workspace, fmt, prep.task.spec.description, prep.test_command, prep.tests)
         prompt_ids = engine.apply_chat_template(prompt.messages)
         reply_ids = reply_token_ids(engine, prep.replies[fmt])
-        out, forced = force(engine, prompt_ids, reply_ids, cap)
+        if not fits(engine, prompt_ids):
+            rows.append(skipped_row(prep, fmt, model, f"prompt of {len(prompt_ids)} tokens does not fit the "
+                                    f"model's {engine.max_model_len}-token context"))
+            continue
+        out, forced = force(engine, prompt_ids, reply_ids, cap, cache_salt=salt)
         if s_per_token is None:
-            s_per_token = seconds_per_token(engine, prompt_ids)
+            s_per_token = seconds_per_token(engine, prompt_ids, cache_salt=salt)
         m = out.metrics
         rows.append({
             "kind": "decode_cost", "task": prep.task.id, "format": fmt, "model": model,
@@ -188,6 +205,11 @@ def replay_task(engine, prep: PreparedTask, model: str) -> list[dict]:
         salt_on = f"replay-{prep.task.id}-{uuid.uuid4().hex}"
         for number, step in enumerate(steps, 1):
             prompt_ids = engine.apply_chat_template(prompt.messages)
+            if not fits(engine, prompt_ids):  # the transcript outgrew the context: replay what fitted
+                if cache == "on":
+                    rows.append(skipped_row(prep, f"replay step {number}", model,
+                                            f"prompt of {len(prompt_ids)} tokens does not fit the context"))
+                break
             salt = salt_on if cache == "on" else uuid.uuid4().hex  # a fresh salt can never hit
             out, _ = force(engine, prompt_ids, reply_token_ids(engine, step.reply), cap=None, cache_salt=salt)
             m = out.metrics
@@ -244,6 +266,7 @@ def run_decode_cost_eval(config: DecodeCostConfig, engine=None) -> dict:
     engine = engine or load_engine(config)
     model = config.model
     speculative = getattr(engine.config, "speculative", None)
+    salt = f"decode-cost-{uuid.uuid4().hex}"
     tmp = Path(tempfile.mkdtemp(prefix="decode-cost-"))
     try:
         with _progress(config.progress) as progress:
@@ -252,14 +275,15 @@ def run_decode_cost_eval(config: DecodeCostConfig, engine=None) -> dict:
                 progress.update(bar, description=f"{task.id}: prepare")
                 prep = prepare_task(task, formats, tmp)
                 progress.update(bar, description=f"{task.id}: forced decode")
-                for row in measure_task(engine, prep, formats, cap, model, speculative):
+                for row in measure_task(engine, prep, formats, cap, model, speculative, salt):
                     append_row(results, row)
                     progress.advance(bar)
                 if task.id in replay_ids:
                     progress.update(bar, description=f"{task.id}: replay")
-                    for row in replay_task(engine, prep, model):
+                    replay_rows = replay_task(engine, prep, model)
+                    for row in replay_rows:
                         append_row(results, row)
-                        progress.advance(bar)
+                    progress.advance(bar, 6)
                 shutil.rmtree(prep.workdir, ignore_errors=True)
     finally:
         shutil.rmtree(tmp, ignore_errors=True)

@@ -84,7 +84,7 @@ def decode_summary(rows: list[dict]) -> dict:
 def decode_table(rows: list[dict]) -> str:
     by_task = decode_by_task(rows)
     fmts = [f for f in FORMATS if any(f in v for v in by_task.values())]
-    header = ["task", "file lines", "prompt"]
+    header = ["task", "file lines", "prompt (udiff)"]
     for f in fmts:
         header += [f"{f} tok", f"{f} passes", f"{f} decode s"]
     header += ["whole/udiff tok", "whole/sr tok", "whole/udiff s", "whole/sr s"]
@@ -92,10 +92,10 @@ def decode_table(rows: list[dict]) -> str:
     ordered = sorted(by_task.items(), key=lambda kv: (next(iter(kv[1].values()))["edited_file_lines"], kv[0]))
     cols: dict[str, list] = defaultdict(list)
     for task, per in ordered:
-        any_row = next(iter(per.values()))
+        any_row = per.get("udiff") or next(iter(per.values()))
         line = [task, _fmt(any_row["edited_file_lines"]), _fmt(any_row["prompt_tokens"])]
         cols["file lines"].append(any_row["edited_file_lines"])
-        cols["prompt"].append(any_row["prompt_tokens"])
+        cols["prompt (udiff)"].append(any_row["prompt_tokens"])
         for f in fmts:
             r = per.get(f)
             if r is None:
@@ -343,6 +343,9 @@ def render_markdown(rows: list[dict]) -> str:
         parts += ["## Multi-step replay: prefill served from the prefix cache", "", replay_table(rows), ""]
     if rows_of(rows, "agent"):
         parts += ["## Agent runs", "", agent_table(rows), ""]
+    if rows_of(rows, "skipped"):
+        parts += ["## Skipped", "", _md_table(["task", "what", "why"], [[r["task"], r["format"], r["reason"]]
+                                                                       for r in rows_of(rows, "skipped")]), ""]
     return "\n".join(parts)
 
 

@@ -37,7 +37,7 @@ def register(subparsers) -> None:
     dc.add_argument("--no-replay", action="store_true", help="skip the multi-step prefix-cache replay")
     dc.add_argument("--speculative", action=argparse.BooleanOptionalAction, default=None,
                     help="engine speculation on/off (default: the engine's default)")
-    dc.add_argument("--dtype", default="float32")
+    dc.add_argument("--dtype", default="auto", help="engine dtype (auto: the engine's choice for the device)")
     dc.add_argument("--out", type=Path, help="output dir (default: runs/decode-cost-<time>)")
     dc.set_defaults(func=run_decode_cost)
 
@@ -103,12 +103,17 @@ def run_decode_cost(args) -> int:
     return 0
 
 
-def print_summary(result: dict) -> None:
-    """The eval's summary table and where its files went."""
+def print_summary(result: dict, console=None) -> None:
+    """The eval's per-task table, its summary and where its files went."""
     from rich.console import Console
+    from rich.markdown import Markdown
     from rich.table import Table
 
-    console = Console()
+    from evals.report import decode_table
+    from evals.results import load_rows
+
+    console = console or Console()
+    console.print(Markdown(decode_table(load_rows(result["paths"]["results"]))))
     table = Table(title="decode cost: summary")
     table.add_column("metric")
     table.add_column("value", justify="right")

@@ -1,0 +1,94 @@
+"""`deltaserve demo`: the README's main job on the bundled model, in a few minutes on a laptop CPU.
+
+1. The agent (harness.Agent) on one small example bug, in a copy of the task's repo, printing its live
+   per-step table: prompt tokens, prefill served from cache, completion tokens, decode saved vs whole files.
+2. The --quick decode-cost eval: each edit format's gold reply teacher-forced through the same engine,
+   with its summary table and the paths of its report and plots.
+
+One engine serves both (registered as `local/<model>` for the agent), so the model loads once.
+"""
+
+from __future__ import annotations
+
+import shutil
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+from rich.console import Console
+
+from evals.check_tasks import copy_repo, test_command
+from evals.decode_cost import DecodeCostConfig, edited_sizes, load_engine, run_decode_cost_eval
+from evals.task_suite import load_tasks
+
+
+@dataclass
+class DemoConfig:
+    model: str = "smollm2-135m"
+    task_id: str | None = None  # default: the task with the smallest edited file
+    edit_format: str = "udiff"
+    max_steps: int = 2
+    max_tokens: int = 256
+    run_agent: bool = True
+    run_eval: bool = True
+    out_dir: Path | None = None
+    tasks_dir: Path | None = None
+
+
+def default_out_dir() -> Path:
+    return Path("runs") / f"demo-{time.strftime('%Y%m%d-%H%M%S')}"
+
+
+def pick_demo_task(tasks):
+    sizes = edited_sizes(tasks)
+    return min(tasks, key=lambda t: (sizes[t.id], t.id))
+
+
+def run_demo(config: DemoConfig, console: Console | None = None, engine=None) -> dict:
+    from harness import Agent
+    from harness.client import register_local_engine
+
+    console = console or Console()
+    out_dir = Path(config.out_dir or default_out_dir())
+    out_dir.mkdir(parents=True, exist_ok=True)
+    tasks = load_tasks(config.tasks_dir) if config.tasks_dir else load_tasks()
+    task = next((t for t in tasks if t.id == config.task_id), None) if config.task_id else pick_demo_task(tasks)
+    if task is None:
+        raise ValueError(f"unknown task {config.task_id!r}; known: {', '.join(t.id for t in tasks)}")
+
+    console.rule(f"[bold]deltaserve demo[/] · model {config.model}")
+    console.print(f"Loading {config.model} into the engine ...")
+    engine = engine or load_engine(DecodeCostConfig(model=config.model))
+    register_local_engine(config.model, engine)
+    console.print(repr(engine))
+    result: dict = {"out_dir": out_dir, "task": task.id}
+
+    if config.run_agent:
+        console.rule(f"1. The agent fixes a bug: {task.id}")
+        console.print(f"[italic]{task.spec.description}[/]")
+        repo = out_dir / "agent" / "repo"
+        if repo.exists():
+            shutil.rmtree(repo)
+        copy_repo(task, repo.parent)
+        agent = Agent(repo, task.spec.description, test_cmd=test_command(task), model=f"local/{config.model}",
+                      edit_format=config.edit_format, max_steps=config.max_steps, max_tokens=config.max_tokens,
+                      allow_dirty=True, trace=out_dir / "agent" / "trace.jsonl", console=console)
+        report = agent.run()
+        (out_dir / "agent" / "report.json").write_text(report.model_dump_json(indent=2))
+        result["agent"] = report
+        console.print(f"Agent trace: {out_dir / 'agent' / 'trace.jsonl'}  (repo copy: {repo})")
+
+    if config.run_eval:
+        console.rule("2. Decode cost per edit format (quick eval: gold replies teacher-forced)")
+        eval_result = run_decode_cost_eval(
+            DecodeCostConfig(model=config.model, quick=True, out_dir=out_dir / "decode-cost",
+                             tasks_dir=config.tasks_dir),
+            engine=engine,
+        )
+        from harness.cli.eval import print_summary
+
+        print_summary(eval_result, console)
+        result["decode_cost"] = eval_result
+    console.rule("done")
+    console.print(f"Everything is in {out_dir}")
+    return result
