@@ -10,6 +10,7 @@ from harness.accounting import RunReport, StepReport
 
 COLUMNS = ["step", "action", "prompt", "cached", "completion", "passes", "whole-file", "decode saved",
            "TTFT s", "decode s", "outcome"]
+MIN_WIDTH = 150  # the columns need this much; a log file or pipe gets it (rich would assume 80)
 
 
 def _n(value) -> str:
@@ -26,9 +27,11 @@ def row(r: StepReport | RunReport, label: str, action: str, outcome: str) -> lis
 class LiveTable:
     def __init__(self, title: str = "", console: Console | None = None):
         self.console = console or Console()
+        if not self.console.is_terminal and self.console.width < MIN_WIDTH:
+            self.console.width = MIN_WIDTH
         self.table = Table(title=title)
         for name in COLUMNS:
-            self.table.add_column(name, justify="left" if name in ("action", "outcome") else "right")
+            self.table.add_column(name, justify="left" if name in ("action", "outcome") else "right", no_wrap=True)
         self._live = Live(self.table, console=self.console, auto_refresh=False)
 
     def __enter__(self) -> LiveTable:
@@ -37,13 +40,16 @@ class LiveTable:
 
     def __exit__(self, *exc) -> None:
         self._live.stop()
+        if not self.console.is_terminal:
+            self.console.line()  # Live leaves the cursor after the table's last line
 
     def add(self, step: StepReport) -> None:
         self.table.add_row(*row(step, str(step.step), step.action, step.outcome))
         self._live.refresh()
 
     def totals(self, run: RunReport) -> None:
-        seconds = "unknown" if run.est_seconds_saved is None else f"~{run.est_seconds_saved:.2f}s saved"
+        seconds = ("est. seconds saved unknown" if run.est_seconds_saved is None
+                   else f"~{run.est_seconds_saved:.1f}s saved (est.)")
         outcome = ("solved" if run.solved else "not solved") + f", {seconds}"
         self.table.add_section()
         self.table.add_row(*row(run, "total", "", outcome))
