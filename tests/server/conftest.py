@@ -20,6 +20,7 @@ def tiny_engine(path, **kwargs):
 
     kwargs.setdefault("dtype", "float32")
     kwargs.setdefault("device", "cpu")
+    kwargs.setdefault("num_blocks", 1024)  # 16k tokens: plenty here; the default pool is sized from memory
     return Engine.from_pretrained(str(path), **kwargs)
 
 
