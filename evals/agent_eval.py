@@ -14,7 +14,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from evals.check_tasks import copy_repo, test_command
+from evals.check_tasks import TEST_ENV, copy_repo, test_command
 from evals.report import write_report
 from evals.results import append_row, load_rows, rows_of
 from evals.task_suite import Task, load_tasks
@@ -91,7 +91,7 @@ def run_one(task: Task, model: str, fmt: str, config: AgentEvalConfig, logs: Pat
                        decode_passes=report.decode_passes, est_seconds_saved=report.est_seconds_saved,
                        stopped=report.stopped)
             restore_tests(task, repo)
-            row["solved"] = run_tests(Workspace(repo), command).ok
+            row["solved"] = run_tests(Workspace(repo), command, env=TEST_ENV).ok
     row["wall_s"] = time.perf_counter() - started
     return row
 

@@ -1,0 +1,78 @@
+"""The agent eval's logic with litellm mock_response models: rows, the independent solved check, resume."""
+
+import shutil
+
+import pytest
+
+from evals.agent_eval import AgentEvalConfig, run_agent_eval
+from evals.gold_replies import gold_replies
+from evals.results import append_row, load_rows, rows_of
+from evals.task_suite import load_tasks
+from harness.formats import whole
+from tools.workspace import Workspace
+
+TASK = "a-median"
+GOLD = "openai/gpt-4o-mini"  # litellm never calls out: every reply is a mock_response; counting is tiktoken's
+CLUELESS = "openai/gpt-4o"
+
+
+@pytest.fixture(scope="module")
+def gold_udiff(tmp_path_factory):
+    task = load_tasks(ids=[TASK])[0]
+    ws = tmp_path_factory.mktemp("gold") / "repo"
+    shutil.copytree(task.repo_dir, ws)
+    return gold_replies(Workspace(ws), task.gold_diff, ["udiff"])[1]["udiff"]
+
+
+def scripted(gold_udiff):
+    def run_kwargs(task, model, fmt):
+        if model == GOLD:
+            return {"mock_response": gold_udiff}
+        if fmt == "whole":  # "fixes" the bug by gutting the tests
+            tests = task.repo_dir / "tests" / "test_summary.py"
+            return {"mock_response": whole.render({"tests/test_summary.py": "def test_nothing():\n    pass\n"})
+                    if tests.is_file() else "no"}
+        return {"mock_response": "I am not sure what to change."}
+
+    return run_kwargs
+
+
+def test_runs_are_recorded_and_a_rerun_resumes(tmp_path, gold_udiff):
+    out = tmp_path / "agent"
+    config = AgentEvalConfig(models=[GOLD], formats=["udiff"], task_ids=[TASK], max_steps=1, out_dir=out,
+                             progress=False, run_kwargs=scripted(gold_udiff))
+    first = run_agent_eval(config)
+    assert (first["ran"], first["skipped"]) == (1, 0)
+    (row,) = rows_of(load_rows(out / "results.jsonl"), "agent")
+    assert row["solved"] and row["steps"] == 1 and row["error"] is None
+    assert row["completion_tokens"] > 0 and row["whole_file_tokens"] > row["completion_tokens"]
+    assert row["decode_saved"] == row["whole_file_tokens"] - row["completion_tokens"]
+    assert row["prompt_tokens"] > 0 and row["wall_s"] > 0  # a plain mock_response reports a dummy usage
+
+    # the rerun adds a model: only the new run happens
+    config.models = [GOLD, CLUELESS]
+    second = run_agent_eval(config)
+    assert (second["ran"], second["skipped"]) == (1, 1)
+    rows = {r["model"]: r for r in rows_of(load_rows(out / "results.jsonl"), "agent")}
+    assert len(rows_of(load_rows(out / "results.jsonl"), "agent")) == 2
+    assert not rows[CLUELESS]["solved"] and rows[CLUELESS]["steps"] == 1
+    report = (out / "report.md").read_text()
+    assert "Agent runs" in report and CLUELESS in report
+    assert (out / "agent.png").read_bytes()[:4] == b"\x89PNG"
+
+    # a run that ended in an error is tried again; the report keeps only the latest row per run
+    append_row(out / "results.jsonl", {**rows[CLUELESS], "error": "ConnectionError: boom"})
+    lines_before = len(load_rows(out / "results.jsonl"))
+    third = run_agent_eval(config)
+    assert (third["ran"], third["skipped"]) == (0, 2)  # the CLUELESS key has an ok row already
+    assert len(load_rows(out / "results.jsonl")) == lines_before
+
+
+def test_editing_the_tests_does_not_count_as_solved(tmp_path, gold_udiff):
+    out = tmp_path / "agent"
+    config = AgentEvalConfig(models=[CLUELESS], formats=["whole"], task_ids=[TASK], max_steps=1, out_dir=out,
+                             progress=False, run_kwargs=scripted(gold_udiff))
+    run_agent_eval(config)
+    (row,) = rows_of(load_rows(out / "results.jsonl"), "agent")
+    assert row["stopped"] == "tests pass"  # the agent believed it
+    assert not row["solved"]  # the original tests, restored, still fail
