@@ -39,6 +39,14 @@ def describe_tests(result, cmd: str) -> str:
     return f"Tests (`{cmd}`): {verdict} ({counts})\n```\n{_tail(result.output)}\n```"
 
 
+def first_prompt(workspace, fmt, task: str, test_cmd: str, tests) -> tuple[Prompt, list[context.ContextFile]]:
+    """The step-1 prompt, given the step-0 TestResult: format instructions, context files, task, test output.
+    (Evals that replay the agent's prompts build them with this too.)"""
+    files = context.gather(workspace, task.strip(), tests.output)
+    task_text = f"Task: {task.strip()}\n\n{describe_tests(tests, test_cmd)}"
+    return Prompt(fmt.instructions(), context.render(files, fmt.NUMBERED_CONTEXT), task_text), files
+
+
 class Agent:
     def __init__(self, workspace: str | Path, task: str, test_cmd: str | None = None, model: str = DEFAULT_MODEL,
                  edit_format: str = formats.DEFAULT, max_steps: int = 6, max_tokens: int = 1024,
@@ -109,10 +117,8 @@ class Agent:
             return report
         self.console.print(f"Step 0: tests fail ({initial.failed} failed, {initial.errors} errors).")
 
-        files = context.gather(self.workspace, self.task, initial.output)
+        prompt, files = first_prompt(self.workspace, self.format, self.task, self.test_cmd, initial)
         self.seen = [f.path for f in files if not f.truncated]
-        task_text = f"Task: {self.task}\n\n{describe_tests(initial, self.test_cmd)}"
-        prompt = Prompt(self.format.instructions(), context.render(files, self.format.NUMBERED_CONTEXT), task_text)
 
         with LiveTable(title=f"{self.model} · {self.format.NAME}", console=self.console) as table:
             for step in range(1, self.max_steps + 1):

@@ -18,9 +18,10 @@ _TRACE_PATH = re.compile(r'File "([^"]+)", line \d+|(?:^|\s)([\w./\\-]+\.\w+)(?:
 _TASK_PATH = re.compile(r"[\w./-]*[\w-]\.[A-Za-z]\w*")
 # frames (`mod.py:3: in f`, `, in f`) and pytest's assertion rewriting (`where -1 = add(2, 3)`)
 _TRACE_SYMBOL = re.compile(r"(?::\d+: in |, in |\bwhere .* = )([A-Za-z_]\w*)")
-# `name`, name(), snake_case, camelCase, CamelCase
+# `name`, name(), snake_case, camelCase, Capitalized (a class, or just a sentence start: grep decides)
 _TASK_SYMBOL = re.compile(r"`([A-Za-z_][\w.]*)(?:\(\))?`|\b([A-Za-z_]\w*(?=\()|[A-Za-z_]\w*_\w+|[a-z]+[A-Z]\w*"
-                          r"|[A-Z][a-z]+[A-Z]\w*)\b")
+                          r"|[A-Z][a-z]\w{2,})\b")
+MAX_SYMBOLS = 12
 
 
 @dataclass(frozen=True)
@@ -58,7 +59,7 @@ def symbols(task: str, test_output: str) -> list[str]:
     """Function/class names worth looking up: traceback frames, then backticked or code-looking task words."""
     names = [m.group(1) for m in _TRACE_SYMBOL.finditer(test_output)]
     names += [(m.group(1) or m.group(2)).split(".")[-1] for m in _TASK_SYMBOL.finditer(task)]
-    return list(dict.fromkeys(n for n in names if n and not n.startswith("test") and n != "module"))
+    return list(dict.fromkeys(n for n in names if n and not n.startswith("test")))[:MAX_SYMBOLS]
 
 
 def definition_files(workspace, names: list[str]) -> list[str]:

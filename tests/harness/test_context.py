@@ -1,0 +1,59 @@
+"""Which files the model sees first, and the size caps."""
+
+from harness import context
+from tools.workspace import Workspace
+
+TRACEBACK = """Traceback (most recent call last):
+  File "{root}/tests/test_parse.py", line 9, in test_parse
+    parse_line("x")
+  File "{root}/pkg/parser.py", line 3, in parse_line
+    return helper(s)
+  File "/usr/lib/python3.11/json/__init__.py", line 346, in loads
+tests/test_parse.py:9: in test_parse
+pkg/util.py:2: TypeError
+FAILED tests/test_parse.py::test_parse - TypeError
+"""
+
+
+def make(tmp_path, files):
+    for name, text in files.items():
+        (tmp_path / name).parent.mkdir(parents=True, exist_ok=True)
+        (tmp_path / name).write_text(text)
+    return Workspace(tmp_path)
+
+
+def test_traceback_paths_inside_the_workspace_in_order(tmp_path):
+    ws = make(tmp_path, {"tests/test_parse.py": "", "pkg/parser.py": "", "pkg/util.py": ""})
+    found = context.paths_in_traceback(ws, TRACEBACK.format(root=ws.root))
+    assert found == ["tests/test_parse.py", "pkg/parser.py", "pkg/util.py"]  # stdlib frame left out
+
+
+def test_task_paths_and_symbols(tmp_path):
+    ws = make(tmp_path, {"pkg/config.py": "", "README.md": ""})
+    task = "load_config in pkg/config.py ignores `Defaults.merge`; see README.md (e.g. the example)."
+    assert context.paths_in_task(ws, task) == ["pkg/config.py", "README.md"]
+    assert context.symbols(task, "E  +  where 3 = count_words('a b')") == ["count_words", "load_config", "merge"]
+
+
+def test_gather_orders_traceback_task_then_definitions_with_caps(tmp_path):
+    ws = make(tmp_path, {
+        "tests/test_parse.py": "from pkg.parser import parse_line\n",
+        "pkg/parser.py": "from pkg.util import helper\n\ndef parse_line(s):\n    return helper(s)\n",
+        "pkg/util.py": "def helper(s):\n    return int(s)\n",
+        "pkg/big.py": "".join(f"line_{i} = {i}\n" for i in range(2000)),
+        "pkg/other.py": "class Tokenizer:\n    pass\n",
+    })
+    out = "tests/test_parse.py:1: in <module>\npkg/parser.py:4: in parse_line\n"
+    files = context.gather(ws, "Tokenizer breaks; also see pkg/big.py", out, max_file_chars=300)
+    assert [f.path for f in files] == ["tests/test_parse.py", "pkg/parser.py", "pkg/big.py", "pkg/other.py"]
+    big = files[2]
+    assert big.truncated and len(big.content) <= 300 and big.content.endswith("\n")  # cut at a line end
+    assert "VIEW it with a line range" in context.render(files, numbered=True)
+    capped = context.gather(ws, "Tokenizer breaks; also see pkg/big.py", out, max_files=2)
+    assert [f.path for f in capped] == ["tests/test_parse.py", "pkg/parser.py"]
+    total = context.gather(ws, "see pkg/big.py", "", max_total_chars=500)
+    assert sum(len(f.content) for f in total) <= 500
+
+
+def test_render_without_files_says_how_to_look():
+    assert "VIEW or GREP" in context.render([], numbered=False)
