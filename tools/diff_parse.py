@@ -172,9 +172,13 @@ def _body_by_shape(region: list[str]) -> list[str]:
         else:
             body.append(" " + line)  # a context line that lost its leading space (or an empty line)
             prefixed.append(False)
-    while body and not prefixed[-1]:
-        body.pop()
-        prefixed.pop()
+    # Trailing unprefixed lines are more likely prose than context, and dropping trailing context never
+    # changes what a hunk edits -- unless nothing else anchors it: then they are its only context.
+    end = len(body)
+    while end and not prefixed[end - 1]:
+        end -= 1
+    if any(b[:1] in (" ", "-") for b in body[:end]) or not any(b[:1] == "+" for b in body[:end]):
+        return body[:end]
     return body
 
 
@@ -263,16 +267,17 @@ def _scan(lines: list[str], hint: str | None, sections: list[_Section]) -> None:
                 j += 1
             region = lines[i + 1 : j]
             body = None
-            if hm.group("sl") is not None and hm.group("tl") is not None:
-                body = _body_by_counts(region, int(hm.group("sl")), int(hm.group("tl")))
+            if hm.group("s") is not None and hm.group("t") is not None:
+                # "-S" without ",L" means one line, as in `diff` output.
+                old_len, new_len = int(hm.group("sl") or 1), int(hm.group("tl") or 1)
+                body = _body_by_counts(region, old_len, new_len)
             if body is None:
                 body = _body_by_shape(region)
-            while body and body[-1] == "":
-                body.pop()  # bare empty lines at the end are separators, not context
             body = [b if b else " " for b in body]
             if any(b[:1] != "\\" for b in body):
+                # "-0,0" is a real position (insert at the top), so 0 is kept; no number at all is None.
                 start = int(hm.group("s")) if hm.group("s") is not None else None
-                cur.hunks.append((start if start else None, body))
+                cur.hunks.append((start, body))
             i = j
             continue
         if _FENCE.match(line):
@@ -290,6 +295,8 @@ def _scan(lines: list[str], hint: str | None, sections: list[_Section]) -> None:
 def normalise(diff_text: str) -> tuple[str, list[_Section]]:
     """The clean diff text for unidiff and the sections (one per file entry, in order)."""
     text = diff_text.lstrip("\ufeff").replace("\r\n", "\n")
+    if text.endswith("\n"):
+        text = text[:-1]  # the last line's terminator, not an empty line after it
     sections: list[_Section] = []
     for hint, lines in extract_fenced(text):
         _scan(lines, hint, sections)
@@ -300,7 +307,7 @@ def normalise(diff_text: str) -> tuple[str, list[_Section]]:
         for start, body in sec.hunks:
             old_len = sum(1 for b in body if b[:1] in (" ", "-"))
             new_len = sum(1 for b in body if b[:1] in (" ", "+"))
-            s = start or 0
+            s = start if start is not None else 0
             out.append(f"@@ -{s},{old_len} +{s},{new_len} @@")
             out.extend(body)
     return "\n".join(out) + "\n", sections
