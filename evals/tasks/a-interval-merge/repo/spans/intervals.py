@@ -168,3 +168,27 @@ def pairwise_conflicts(intervals: Iterable) -> list[tuple[Interval, Interval]]:
                 break
             conflicts.append((first, second))
     return conflicts
+
+
+def span(intervals: Iterable) -> Interval | None:
+    """The smallest interval containing all of `intervals`, or None for an empty input."""
+    items = _normalize_input(intervals)
+    if not items:
+        return None
+    return Interval(items[0].start, max(iv.end for iv in items))
+
+
+def clip(intervals: Iterable, window: Interval | tuple[float, float]) -> list[Interval]:
+    """The union of `intervals` cut down to `window`."""
+    bounds = Interval.of(window)
+    return [piece for piece in (iv.intersection(bounds) for iv in merge(intervals)) if piece is not None]
+
+
+def coverage(intervals: Iterable, window: Interval | tuple[float, float]) -> float:
+    """Fraction of `window` covered by `intervals` (0.0 to 1.0); a zero-length window counts as covered
+    when its point is inside an interval."""
+    bounds = Interval.of(window)
+    pieces = clip(intervals, bounds)
+    if bounds.length == 0:
+        return 1.0 if pieces else 0.0
+    return sum(piece.length for piece in pieces) / bounds.length

@@ -1,7 +1,7 @@
 import pytest
 
 from spans import Interval, covers, gaps, intersect, merge, overlapping, subtract, total_length
-from spans.intervals import pairwise_conflicts
+from spans.intervals import clip, coverage, pairwise_conflicts, span
 
 
 def iv(*pairs):
@@ -60,3 +60,10 @@ def test_overlapping():
 def test_pairwise_conflicts_ignore_shared_endpoint():
     assert pairwise_conflicts([(9, 10), (10, 11)]) == []
     assert pairwise_conflicts([(9, 10.5), (10, 11)]) == [(Interval(9, 10.5), Interval(10, 11))]
+
+
+def test_span_clip_coverage():
+    assert span([(4, 6), (1, 2)]) == Interval(1, 6)
+    assert span([]) is None
+    assert clip([(0, 3), (5, 9)], (2, 6)) == iv((2, 3), (5, 6))
+    assert coverage([(0, 5)], (0, 10)) == 0.5
