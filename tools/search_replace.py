@@ -9,8 +9,9 @@
     >>>>>>> REPLACE
     ```
 
-The filename is the nearest non-fence line above the block; several blocks in one fence share it. Prose
-and fences around blocks are ignored. A block becomes a hunk via difflib (equal lines -> context, the rest
+The filename is the nearest non-fence line above the block (or a path in the fence's info string); a block
+with no filename above it continues the previous block's file, as in aider. Prose and fences around blocks
+are ignored. A block becomes a hunk via difflib (equal lines -> context, the rest
 -> removed/added), so it is located exactly like a diff hunk and unchanged lines are taken from the file.
 """
 
@@ -57,8 +58,9 @@ def _filename_above(lines: list[str], i: int, previous: str | None) -> str | Non
                     return looks_like_path(word)
             j -= 1
             continue
-        return looks_like_path(line)
-    return None
+        # Prose above the block: like aider, a block without its own filename continues the previous file.
+        return looks_like_path(line) or previous
+    return previous
 
 
 def parse_search_replace_blocks(text: str) -> list[SearchReplace]:

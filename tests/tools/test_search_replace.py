@@ -1,0 +1,168 @@
+"""SEARCH/REPLACE blocks (parsing and applying) and whole-file writes."""
+
+from __future__ import annotations
+
+import os
+
+import pytest
+
+from tools.patch import (
+    PatchError,
+    SearchReplace,
+    apply_search_replace,
+    apply_search_replace_blocks,
+    parse_search_replace_blocks,
+    write_file,
+)
+
+CALC = "import math\n\n\ndef add(a, b):\n    return a - b\n\n\ndef area(r):\n    return math.pi * r * r\n"
+
+REPLY = """I'll fix `add` and add a test.
+
+calc.py
+```python
+<<<<<<< SEARCH
+def add(a, b):
+    return a - b
+=======
+def add(a, b):
+    return a + b
+>>>>>>> REPLACE
+```
+
+And the circle area should use `r ** 2`:
+
+```python
+<<<<<<< SEARCH
+    return math.pi * r * r
+=======
+    return math.pi * r ** 2
+>>>>>>> REPLACE
+```
+
+tests/test_calc.py
+```python
+<<<<<<< SEARCH
+=======
+from calc import add
+
+
+def test_add():
+    assert add(1, 2) == 3
+>>>>>>> REPLACE
+```
+"""
+
+
+def test_parse_reply_with_prose_and_fences():
+    blocks = parse_search_replace_blocks(REPLY)
+    assert [b.path for b in blocks] == ["calc.py", "calc.py", "tests/test_calc.py"]
+    assert blocks[0] == SearchReplace("calc.py", "def add(a, b):\n    return a - b\n", "def add(a, b):\n    return a + b\n")
+    assert blocks[2].search == ""
+    assert blocks[2].replace.startswith("from calc import add\n")
+
+
+def test_block_without_filename_continues_previous_file():
+    text = "calc.py\n```\n<<<<<<< SEARCH\na\n=======\nb\n>>>>>>> REPLACE\n```\n\nThen this:\n```\n" \
+           "<<<<<<< SEARCH\nc\n=======\nd\n>>>>>>> REPLACE\n```\n\nutil.py\n```\n<<<<<<< SEARCH\ne\n=======\n" \
+           ">>>>>>> REPLACE\n```\n"
+    assert [(b.path, b.search, b.replace) for b in parse_search_replace_blocks(text)] == [
+        ("calc.py", "a\n", "b\n"), ("calc.py", "c\n", "d\n"), ("util.py", "e\n", "")]
+
+
+def test_apply_reply(workspace):
+    ws = workspace({"calc.py": CALC})
+    res = apply_search_replace_blocks(ws, parse_search_replace_blocks(REPLY))
+    assert res.files_changed == ["calc.py", "tests/test_calc.py"]
+    assert (ws.root / "calc.py").read_text() == CALC.replace("a - b", "a + b").replace("r * r", "r ** 2")
+    assert (ws.root / "tests/test_calc.py").read_text().endswith("assert add(1, 2) == 3\n")
+    assert [h.strategy for h in res.hunks] == ["exact", "exact", "create"]
+
+
+def test_several_blocks_in_one_fence_share_the_filename():
+    text = "calc.py\n```\n<<<<<<< SEARCH\na\n=======\nb\n>>>>>>> REPLACE\n<<<<<<< SEARCH\nc\n=======\nd\n" \
+           ">>>>>>> REPLACE\n```\n"
+    assert [b.path for b in parse_search_replace_blocks(text)] == ["calc.py", "calc.py"]
+
+
+@pytest.mark.parametrize("text,msg", [
+    ("calc.py\n<<<<<<< SEARCH\na\n>>>>>>> REPLACE\n", "no ======= line"),
+    ("calc.py\n<<<<<<< SEARCH\na\n=======\nb\n", "not closed"),
+    ("<<<<<<< SEARCH\na\n=======\nb\n>>>>>>> REPLACE\n", "no file name"),
+])
+def test_parse_errors(text, msg):
+    with pytest.raises(PatchError, match=msg):
+        parse_search_replace_blocks(text)
+
+
+def test_whitespace_and_indent_tolerance(workspace):
+    ws = workspace({"m.py": "class A:\n    def f(self):   \n        return 1\n"})
+    # The model dropped the class indentation and the trailing spaces.
+    res = apply_search_replace(ws, "m.py", "def f(self):\n    return 1\n", "def f(self):\n    return 2\n")
+    assert res.hunks[0].strategy == "indent"
+    assert (ws.root / "m.py").read_text() == "class A:\n    def f(self):   \n        return 2\n"
+
+
+def test_zero_and_many_matches_name_lines(workspace, snapshot):
+    ws = workspace({"d.py": "x = 1\ny = 2\nx = 1\n"})
+    before = snapshot(ws.root)
+    with pytest.raises(PatchError) as exc:
+        apply_search_replace(ws, "d.py", "x = 1\n", "x = 3\n")
+    assert "match 2 places (starting at lines 1, 3)" in exc.value.message
+    with pytest.raises(PatchError) as exc:
+        apply_search_replace(ws, "d.py", "z = 9\nw = 8\n", "z = 0\n")
+    assert "not found" in exc.value.message and "Closest lines in d.py" in exc.value.message
+    assert "SEARCH/REPLACE block 1" in exc.value.message
+    assert snapshot(ws.root) == before
+
+
+def test_blocks_are_all_or_nothing_and_sequential(workspace, snapshot):
+    ws = workspace({"a.py": "A = 1\n", "b.py": "B = 1\n"})
+    before = snapshot(ws.root)
+    blocks = [SearchReplace("a.py", "A = 1\n", "A = 2\n"), SearchReplace("b.py", "nope\n", "B = 2\n")]
+    with pytest.raises(PatchError, match="block 2"):
+        apply_search_replace_blocks(ws, blocks)
+    assert snapshot(ws.root) == before
+    # A later block sees an earlier block's result.
+    res = apply_search_replace_blocks(ws, [SearchReplace("a.py", "A = 1\n", "A = 2\n"),
+                                           SearchReplace("a.py", "A = 2\n", "A = 3\n")])
+    assert (ws.root / "a.py").read_text() == "A = 3\n"
+    assert res.new_contents == {"a.py": "A = 3\n"}
+
+
+def test_empty_search_on_existing_file_is_refused(workspace):
+    ws = workspace({"a.py": "A = 1\n"})
+    with pytest.raises(PatchError, match="empty SEARCH"):
+        apply_search_replace(ws, "a.py", "", "B = 1\n")
+
+
+def test_missing_file_suggests_similar(workspace):
+    ws = workspace({"pkg/calc.py": CALC})
+    with pytest.raises(PatchError, match="Did you mean: pkg/calc.py"):
+        apply_search_replace(ws, "calc.py", "import math\n", "import cmath\n")
+
+
+def test_crlf_file_and_escape(workspace):
+    ws = workspace({"w.txt": b"one\r\ntwo\r\n"})
+    apply_search_replace(ws, "w.txt", "two\n", "TWO\nthree\n")
+    assert (ws.root / "w.txt").read_bytes() == b"one\r\nTWO\r\nthree\r\n"
+    with pytest.raises(PatchError, match="'..'"):
+        apply_search_replace(ws, "../x.txt", "", "evil\n")
+
+
+def test_write_file_keeps_style_and_mode(workspace):
+    ws = workspace({"run.sh": b"#!/bin/sh\r\necho a\r\n", "nofinal.txt": "x\ny"})
+    os.chmod(ws.root / "run.sh", 0o750)
+    dry = write_file(ws, "run.sh", "#!/bin/sh\necho b\n", dry_run=True)
+    assert dry.new_contents == {"run.sh": "#!/bin/sh\r\necho b\r\n"}
+    assert (ws.root / "run.sh").read_bytes() == b"#!/bin/sh\r\necho a\r\n"
+    write_file(ws, "run.sh", "#!/bin/sh\necho b\n")
+    assert (ws.root / "run.sh").read_bytes() == b"#!/bin/sh\r\necho b\r\n"
+    assert (ws.root / "run.sh").stat().st_mode & 0o777 == 0o750
+    write_file(ws, "nofinal.txt", "x\nz\n")
+    assert (ws.root / "nofinal.txt").read_text() == "x\nz"
+    res = write_file(ws, "new/dir/file.txt", "hello")
+    assert (ws.root / "new/dir/file.txt").read_text() == "hello\n"
+    assert res.files_changed == ["new/dir/file.txt"]
+    with pytest.raises(PatchError, match=".git"):
+        write_file(ws, ".git/hooks/pre-commit", "evil")
