@@ -16,6 +16,12 @@ def test_cmd():
 
 
 @pytest.fixture
+def quick_test_cmd():
+    """The same check without pytest's start-up cost, for tests about the loop rather than the test runner."""
+    return f'{sys.executable} -c "from calc import add; assert add(2, 3) == 5"'
+
+
+@pytest.fixture
 def project(tmp_path):
     """A tiny project with one seeded bug and the test that catches it."""
     root = tmp_path / "project"

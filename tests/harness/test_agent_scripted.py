@@ -113,10 +113,10 @@ def test_two_step_fix_with_every_number_checked(project, test_cmd, tmp_path):
     assert "apply failed" in table and "tests pass" in table and "total" in table
 
 
-def test_views_and_replies_without_edits_are_answered(project, test_cmd):
+def test_views_and_replies_without_edits_are_answered(project, quick_test_cmd):
     usages = []
     replies = ["Let me look first.\nVIEW calc.py 1-2\nGREP def mul", "I am not sure what to do.", RIGHT]
-    agent = Agent(project, "fix add", test_cmd=test_cmd, model=MODEL,
+    agent = Agent(project, "fix add", test_cmd=quick_test_cmd, model=MODEL,
                   complete=scripted(replies, usages), console=Console(file=io.StringIO()))
     report = agent.run()
     assert [s.action for s in report.steps] == ["view", "none", "edit"] and report.solved
@@ -126,8 +126,8 @@ def test_views_and_replies_without_edits_are_answered(project, test_cmd):
     assert agent.prompts[2][-1]["content"].startswith("I found no edits in your reply.")
 
 
-def test_dry_run_shows_edits_and_writes_nothing(project, test_cmd):
-    agent = Agent(project, "fix add", test_cmd=test_cmd, model=MODEL,
+def test_dry_run_shows_edits_and_writes_nothing(project, quick_test_cmd):
+    agent = Agent(project, "fix add", test_cmd=quick_test_cmd, model=MODEL,
                   dry_run=True, complete=scripted([RIGHT], []), console=Console(file=io.StringIO()))
     report = agent.run()
     assert report.stopped.startswith("dry run") and report.steps[0].apply.dry_run and report.steps[0].tests is None
@@ -135,11 +135,11 @@ def test_dry_run_shows_edits_and_writes_nothing(project, test_cmd):
     assert (project / "calc.py").read_text() == BUGGY and report.final_diff == ""
 
 
-def test_model_errors_end_the_run_with_the_reason(project, test_cmd):
+def test_model_errors_end_the_run_with_the_reason(project, quick_test_cmd):
     def failing(**kwargs):
         raise litellm.exceptions.APIConnectionError(message="no server", llm_provider="openai", model=MODEL)
 
-    agent = Agent(project, "fix add", test_cmd=test_cmd, model=MODEL,
+    agent = Agent(project, "fix add", test_cmd=quick_test_cmd, model=MODEL,
                   complete=failing, console=Console(file=io.StringIO()))
     report = agent.run()
     assert report.steps == [] and "no server" in report.stopped and not report.solved

@@ -26,23 +26,23 @@ def run_capturing(project, test_cmd, model, fmt, replies, counter=None):
     return agent.run(), calls
 
 
-def test_whole_format_on_a_local_model_passes_the_files_as_prediction(project, test_cmd):
-    before = {p: (project / p).read_text() for p in ("test_calc.py", "calc.py")}
-    report, calls = run_capturing(project, test_cmd, "local/smollm2-135m", "whole",
-                                  ["VIEW calc.py", FIXED_WHOLE], counter=len)
+def test_whole_format_on_a_local_model_passes_the_files_as_prediction(project, quick_test_cmd):
+    before = (project / "calc.py").read_text()
+    report, calls = run_capturing(project, quick_test_cmd, "local/smollm2-135m", "whole",
+                                  ["VIEW test_calc.py", FIXED_WHOLE], counter=len)
     assert report.solved
-    # step 1: the context files as they are; step 2 the same (nothing changed in between)
-    assert calls[0]["prediction"] == whole.render(before) == calls[1]["prediction"]
-    assert calls[0]["prediction"].startswith("test_calc.py\n```\nfrom calc import add")
+    # step 1: the context file (calc.py, from the task's `add()`) as it is; step 2 adds the file viewed
+    assert calls[0]["prediction"] == whole.render({"calc.py": before})
+    assert calls[1]["prediction"] == whole.render({"calc.py": before, "test_calc.py": (project / "test_calc.py").read_text()})
 
 
-def test_prediction_follows_the_files_after_an_edit(project, test_cmd):
+def test_prediction_follows_the_files_after_an_edit(project, quick_test_cmd):
     half = "calc.py\n```\ndef add(a, b):\n    return a - b + 0\n\n\ndef mul(a, b):\n    return a * b\n```\n"
-    _, calls = run_capturing(project, test_cmd, "local/smollm2-135m", "whole", [half, FIXED_WHOLE], counter=len)
+    _, calls = run_capturing(project, quick_test_cmd, "local/smollm2-135m", "whole", [half, FIXED_WHOLE], counter=len)
     assert "return a - b + 0" in calls[1]["prediction"] and "return a - b + 0" not in calls[0]["prediction"]
 
 
 @pytest.mark.parametrize("model, fmt", [("local/smollm2-135m", "udiff"), ("openai/gpt-4o-mini", "whole")])
-def test_no_prediction_otherwise(project, test_cmd, model, fmt):
-    _, calls = run_capturing(project, test_cmd, model, fmt, ["VIEW calc.py"], counter=len)
+def test_no_prediction_otherwise(project, quick_test_cmd, model, fmt):
+    _, calls = run_capturing(project, quick_test_cmd, model, fmt, ["VIEW calc.py"], counter=len)
     assert calls[0]["prediction"] is None
