@@ -151,11 +151,9 @@ def _shift_for_added(hunk: Hunk, window: list[str]) -> Shift | None:
             continue
         (removed if kind == "-" else context).append((text, window[i]))
         i += 1
-    if _consistent_shift(context, context=True) is None and not removed:
-        return None
-    if removed:
+    if any(h.strip() and f.strip() for h, f in removed):
         return _consistent_shift(removed, context=False)
-    return _consistent_shift(context, context=True)
+    return _consistent_shift(context, context=True)  # no non-blank removed line to measure by
 
 
 def _key_exact(s: str) -> str:

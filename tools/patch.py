@@ -106,6 +106,8 @@ class _Plan:
         res = PatchResult(hunks=self.hunks)
         diffs = []
         for rel, ch in self.changes.items():
+            if ch.after is not None:
+                check_encodable(ch.after, rel)  # so a dry run refuses what the real run would
             old = ch.before.text if ch.before else None
             new = ch.after.text if ch.after else None
             if old == new and (ch.before is None) == (ch.after is None):
@@ -123,14 +125,7 @@ class _Plan:
 
     def commit(self) -> None:
         changes = [c for c in self.changes.values() if not (c.before is None and c.after is None)]
-        payloads = {}
-        for ch in changes:
-            if ch.after is not None:
-                try:
-                    check_encodable(ch.after, ch.rel)
-                except WorkspaceError as exc:
-                    raise PatchError(str(exc) + "\nNo files were changed.", ch.rel) from None
-                payloads[ch.rel] = ch.after.encode()
+        payloads = {ch.rel: ch.after.encode() for ch in changes if ch.after is not None}  # checked in result()
         done: list[_Change] = []
         try:
             for ch in changes:
@@ -299,6 +294,8 @@ def _guard(fn):
             raise
         except (WorkspaceError, DiffParseError) as exc:
             raise PatchError(f"{exc}\nNo files were changed.") from None
+        except OSError as exc:  # unreadable file, a path component that is a file, ...
+            raise PatchError(f"{exc.strerror or exc}: {exc.filename or ''}\nNo files were changed.") from None
 
     wrapper.__name__ = fn.__name__
     wrapper.__doc__ = fn.__doc__

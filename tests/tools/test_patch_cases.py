@@ -130,6 +130,11 @@ CASES = [
          {"stack.py": CLASSY.replace("        return self.items.pop()\n",
                                      "        if not self.items:\n            raise IndexError(\"empty\")\n"
                                      "        return self.items.pop()\n")}, ["indent"]),
+    Case("indented_hunk_removing_a_blank_line", {"stack.py": CLASSY},
+         # Every line 4 spaces too deep; the only removed line is blank, so the shift comes from context.
+         "--- a/stack.py\n+++ b/stack.py\n@@ -3,3 +3,3 @@\n             self.items = []\n-\n+        # push\n"
+         "         def push(self, x):\n",
+         {"stack.py": CLASSY.replace("self.items = []\n\n", "self.items = []\n    # push\n")}, ["indent"]),
     Case("trailing_whitespace_in_file", {"t.py": "def f():   \n    return 1  \n"},
          "--- a/t.py\n+++ b/t.py\n@@ -1,2 +1,2 @@\n def f():\n-    return 1\n+    return 2\n",
          {"t.py": "def f():   \n    return 2\n"}, ["rstrip"]),
@@ -344,4 +349,31 @@ def test_failed_write_rolls_back(workspace, snapshot, monkeypatch):
     with pytest.raises(PatchError, match="disk full"):
         apply_patch(ws, "--- a/a.py\n+++ b/a.py\n@@ -1 +1 @@\n-A = 1\n+A = 2\n--- a/b.py\n+++ b/b.py\n@@ -1 +1 @@\n"
                         "-B = 1\n+B = 2\n")
+    assert snapshot(ws.root) == before
+
+
+def test_unencodable_edit_refused_even_in_dry_run(workspace, snapshot):
+    ws = workspace({"l1.txt": b"caf\xe9\n"})  # latin-1 file: cannot store a CJK character
+    before = snapshot(ws.root)
+    diff = "--- a/l1.txt\n+++ b/l1.txt\n@@ -1 +1 @@\n-caf\u00e9\n+caf\u00e9 \u4e2d\n"
+    for dry_run in (True, False):
+        with pytest.raises(PatchError, match="cannot store"):
+            apply_patch(ws, diff, dry_run=dry_run)
+    assert snapshot(ws.root) == before
+
+
+def test_unreadable_file_is_a_patch_error(workspace, snapshot):
+    if os.geteuid() == 0:
+        pytest.skip("root reads everything")
+    ws = workspace({"secret.py": "x = 1\n"})
+    os.chmod(ws.root / "secret.py", 0)
+    with pytest.raises(PatchError, match="Permission denied"):
+        apply_patch(ws, "--- a/secret.py\n+++ b/secret.py\n@@ -1 +1 @@\n-x = 1\n+x = 2\n")
+
+
+def test_parent_path_is_a_file(workspace, snapshot):
+    ws = workspace({"calc.py": CALC})
+    before = snapshot(ws.root)
+    with pytest.raises(PatchError):
+        apply_patch(ws, "--- /dev/null\n+++ b/calc.py/inner.py\n@@ -0,0 +1 @@\n+x = 1\n")
     assert snapshot(ws.root) == before
