@@ -40,7 +40,7 @@ class AttnGroup:
 
     token_index: torch.Tensor | slice  # [B, qmax] rows of the flat batch (padded) or a slice for B == 1
     kv_index: torch.Tensor | None  # [B, kmax] cache slots to read; None -> attend to the new K/V only
-    mask: torch.Tensor | None  # [B, 1, qmax, kmax] True = attend; None with is_causal or all-visible
+    mask: torch.Tensor | None  # [B, qmax, kmax] additive (0 / -inf); None with is_causal or all-visible
     is_causal: bool
     valid: torch.Tensor | None  # [B * qmax] which padded query rows are real; None -> all
     batch: int
@@ -162,6 +162,7 @@ class LlamaModel:
             self.layers.append(layer)
         self.cos, self.sin = rope_tables(c, hd, max_positions, dtype, self.device)
         self.max_positions = max_positions
+        self.scale = self.head_dim ** -0.5
 
     # ---- batch preparation (once per step, shared by all layers) ----
 
@@ -212,6 +213,11 @@ class LlamaModel:
             vis &= key[None, :] > q_pos[:, None] - self.sliding_window
         return vis
 
+    def _bias(self, visible: torch.Tensor) -> torch.Tensor:
+        """Additive float32 mask: 0 where visible, -inf elsewhere."""
+        bias = torch.zeros(visible.shape, dtype=torch.float32)
+        return bias.masked_fill_(~visible, float("-inf")).to(self.device)
+
     def _long_group(self, span: Span, offset: int, block_size: int) -> AttnGroup:
         k = len(span.token_ids)
         rows = slice(offset, offset + k)
@@ -220,7 +226,7 @@ class LlamaModel:
             return AttnGroup(rows, None, None, True, None, 1, k)
         ctx = span.start + k
         q_pos = torch.arange(span.start, ctx)
-        mask = self._visible(q_pos, ctx, ctx)[None, None].to(self.device)
+        mask = self._bias(self._visible(q_pos, ctx, ctx)[None])
         kv_index = self._context_slots(span, block_size)[None].to(self.device)
         return AttnGroup(rows, kv_index, mask, False, None, 1, k)
 
@@ -232,13 +238,14 @@ class LlamaModel:
         kv_index = torch.zeros(b, kmax, dtype=torch.long)
         token_index = torch.zeros(b, qmax, dtype=torch.long)
         valid = torch.zeros(b, qmax, dtype=torch.bool)
-        mask = torch.zeros(b, 1, qmax, kmax, dtype=torch.bool)
+        mask = torch.zeros(b, qmax, kmax, dtype=torch.bool)
         for i, (s, off, ctx) in enumerate(zip(spans, offsets, ctxs, strict=True)):
             k = len(s.token_ids)
             kv_index[i, :ctx] = self._context_slots(s, block_size)
             token_index[i, :k] = torch.arange(off, off + k)
             valid[i, :k] = True
-            mask[i, 0, :k] = self._visible(torch.arange(s.start, ctx), ctx, kmax)
+            mask[i, :k] = self._visible(torch.arange(s.start, ctx), ctx, kmax)
+            mask[i, k:, 0] = True  # padded query rows: anything finite (their output is dropped)
         all_valid = bool(valid.all())
         if qmax == 1 and all(c == kmax for c in ctxs) and not self.sliding_window:
             mask = None  # every key visible to every query
@@ -246,7 +253,7 @@ class LlamaModel:
         return AttnGroup(
             token_index.to(dev),
             kv_index.to(dev),
-            None if mask is None else mask.to(dev),
+            None if mask is None else self._bias(mask),
             False,
             None if all_valid else valid.flatten().to(dev),
             b,
@@ -284,23 +291,16 @@ class LlamaModel:
         return F.linear(x, self.lm_head).float()
 
     def _attention(self, q, k, v, k_cache, v_cache, batch: ForwardBatch, total: int) -> torch.Tensor:
-        nh, nkv, hd = self.num_heads, self.num_kv_heads, self.head_dim
+        nh, hd = self.num_heads, self.head_dim
         out = None if batch.identity_output else q.new_empty(total, nh * hd)
         for g in batch.groups:
-            if g.kv_index is None:  # fresh prompt span: its own K/V, causal
-                qg = q[g.token_index].transpose(0, 1)[None]
-                kg = k[g.token_index].transpose(0, 1)[None]
-                vg = v[g.token_index].transpose(0, 1)[None]
+            if g.kv_index is None:  # fresh prompt span: its own K/V, causal (CPU flash kernel)
+                o = F.scaled_dot_product_attention(
+                    q[g.token_index].transpose(0, 1)[None], k[g.token_index].transpose(0, 1)[None],
+                    v[g.token_index].transpose(0, 1)[None], is_causal=True, enable_gqa=nh != self.num_kv_heads,
+                ).transpose(1, 2).reshape(g.batch * g.qmax, nh * hd)
             else:
-                idx = g.token_index if isinstance(g.token_index, slice) else g.token_index.flatten()
-                qg = q[idx].view(g.batch, g.qmax, nh, hd).transpose(1, 2)
-                flat = g.kv_index.flatten()
-                kmax = g.kv_index.shape[1]
-                kg = k_cache.index_select(0, flat).view(g.batch, kmax, nkv, hd).transpose(1, 2)
-                vg = v_cache.index_select(0, flat).view(g.batch, kmax, nkv, hd).transpose(1, 2)
-            o = F.scaled_dot_product_attention(qg, kg, vg, attn_mask=g.mask, is_causal=g.is_causal,
-                                               enable_gqa=nh != nkv)
-            o = o.transpose(1, 2).reshape(g.batch * g.qmax, nh * hd)
+                o = self._paged_attention(q, k_cache, v_cache, g)
             if out is None:
                 return o
             if isinstance(g.token_index, slice):
@@ -311,8 +311,27 @@ class LlamaModel:
                 out[g.token_index.flatten()[g.valid]] = o[g.valid]
         return out
 
+    def _paged_attention(self, q, k_cache, v_cache, g: AttnGroup) -> torch.Tensor:
+        """Spans attending to their cached context, read through the slots in g.kv_index.
+
+        Two matmuls and a softmax with the GQA groups folded into the query axis: for short spans this
+        beats SDPA on CPU (about 3x in bf16) and needs no K/V expansion."""
+        nh, nkv, hd = self.num_heads, self.num_kv_heads, self.head_dim
+        grp, b, t = nh // nkv, g.batch, g.qmax
+        kmax = g.kv_index.shape[1]
+        idx = g.token_index if isinstance(g.token_index, slice) else g.token_index.flatten()
+        qg = q[idx].view(b, t, nkv, grp, hd).permute(0, 2, 3, 1, 4).reshape(b, nkv, grp * t, hd)
+        flat = g.kv_index.flatten()
+        kg = k_cache.index_select(0, flat).view(b, kmax, nkv, hd).permute(0, 2, 3, 1)  # [b, kv, hd, kmax]
+        vg = v_cache.index_select(0, flat).view(b, kmax, nkv, hd).transpose(1, 2)  # [b, kv, kmax, hd]
+        scores = torch.matmul(qg, kg).float() * self.scale
+        if g.mask is not None:
+            scores = (scores.view(b, nkv, grp, t, kmax) + g.mask[:, None, None]).view(b, nkv, grp * t, kmax)
+        probs = scores.softmax(-1).to(q.dtype)
+        o = torch.matmul(probs, vg)  # [b, kv, grp * t, hd]
+        return o.view(b, nkv, grp, t, hd).permute(0, 3, 1, 2, 4).reshape(b * t, nh * hd)
+
 
 def max_positions_for(hf_config, limit: int | None) -> int:
     model_max = getattr(hf_config, "max_position_embeddings", None) or 4096
     return min(model_max, limit) if limit else model_max
-
