@@ -10,6 +10,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 from rich.console import Console
+from rich.markup import escape
 from rich.syntax import Syntax
 
 from harness import accounting, context, formats, lookups
@@ -107,8 +108,8 @@ class Agent:
         if not self.allow_dirty and not self.dry_run:
             check_clean(self.workspace.root)
         report = RunReport(model=self.model, edit_format=self.format.NAME)
-        self.console.print(f"[bold]deltaserve fix[/] {self.workspace.root}  model={self.model} "
-                           f"format={self.format.NAME}  tests=`{self.test_cmd}`")
+        self.console.print(f"[bold]deltaserve fix[/] {escape(str(self.workspace.root))}  model={escape(self.model)} "
+                           f"format={self.format.NAME}  tests=`{escape(self.test_cmd)}`")
         initial = self.run_tests()
         report.initial_tests = TestOutcome.from_result(initial)
         if initial.ok:
@@ -147,7 +148,7 @@ class Agent:
             report.final_diff = self.snapshot.diff()
             table.totals(report)
 
-        self.console.print(f"Stopped: {report.stopped}")
+        self.console.print(f"Stopped: {escape(report.stopped)}")
         if report.final_diff:
             self.console.print(Syntax(report.final_diff, "diff", theme="ansi_dark"))
         return report
@@ -193,7 +194,10 @@ class Agent:
                 self.seen.append(path)
         changed = f"Applied to {', '.join(result.files_changed)}:\n```diff\n{result.diff.rstrip()}\n```"
         if self.dry_run:
-            return (make(action="edit", outcome="dry run", apply=applied, whole_file_tokens=whole_tokens), changed)
+            self.console.print(f"Dry run: these edits were not written to {', '.join(result.files_changed)}:")
+            self.console.print(Syntax(result.diff, "diff", theme="ansi_dark"))
+            return (make(action="edit", outcome="dry run", apply=applied, whole_file_tokens=whole_tokens),
+                    changed.replace("Applied to", "Dry run, not written to", 1))
         tests = self.run_tests()
         outcome = "tests pass" if tests.ok else "tests fail"
         return (make(action="edit", outcome=outcome, apply=applied, tests=TestOutcome.from_result(tests),

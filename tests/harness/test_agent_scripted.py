@@ -127,9 +127,11 @@ def test_views_and_replies_without_edits_are_answered(project, quick_test_cmd):
 
 
 def test_dry_run_shows_edits_and_writes_nothing(project, quick_test_cmd):
+    out = io.StringIO()
     agent = Agent(project, "fix add", test_cmd=quick_test_cmd, model=MODEL,
-                  dry_run=True, complete=scripted([RIGHT], []), console=Console(file=io.StringIO()))
+                  dry_run=True, complete=scripted([RIGHT], []), console=Console(file=out, width=200))
     report = agent.run()
+    assert "not written to calc.py" in out.getvalue() and "+    return a + b" in out.getvalue()
     assert report.stopped.startswith("dry run") and report.steps[0].apply.dry_run and report.steps[0].tests is None
     assert report.steps[0].whole_file_tokens == tokens(text=f"calc.py\n```\n{FIXED}```")
     assert (project / "calc.py").read_text() == BUGGY and report.final_diff == ""
