@@ -128,7 +128,12 @@ class AsyncEngine:
         stream = RequestStream(self, asyncio.get_running_loop())
         command = _Add(prepare, cache_salt, stream)
         self._commands.put(command)
-        await asyncio.wrap_future(command.accepted)
+        try:
+            await asyncio.wrap_future(command.accepted)
+        except asyncio.CancelledError:  # the caller went away: abort the request once it is in
+            command.accepted.add_done_callback(
+                lambda f: stream.abort() if not f.cancelled() and f.exception() is None else None)
+            raise
         return stream
 
     async def stats(self) -> Any:
@@ -154,7 +159,10 @@ class AsyncEngine:
                 if isinstance(command, _Stop):
                     self._stop()
                     return
-                self._handle(command)
+                try:
+                    self._handle(command)
+                except Exception:  # a bug here must not stop the only thread that serves requests
+                    log.exception("failed to handle %r", command)
                 try:
                     command = self._commands.get_nowait()
                 except queue.Empty:
@@ -176,13 +184,16 @@ class AsyncEngine:
             self._add(command)
         elif isinstance(command, _Abort):
             self._abort(command.request_id)
-        elif isinstance(command, _Stats):
+        elif isinstance(command, _Stats) and command.reply.set_running_or_notify_cancel():
             try:
                 command.reply.set_result(self.engine.stats())
             except Exception as exc:
                 command.reply.set_exception(exc)
 
     def _add(self, command: _Add) -> None:
+        if not command.accepted.set_running_or_notify_cancel():  # the caller stopped waiting
+            self._finish_one()
+            return
         try:
             prompt, params = command.prepare(self.engine)
             request_id = self.engine.add_request(prompt, params, cache_salt=command.cache_salt)
@@ -250,10 +261,10 @@ class AsyncEngine:
                 command = self._commands.get_nowait()
             except queue.Empty:
                 return
-            if isinstance(command, _Add):
+            if isinstance(command, _Add) and command.accepted.set_running_or_notify_cancel():
                 self._finish_one()
                 command.accepted.set_exception(error)
-            elif isinstance(command, _Stats):
+            elif isinstance(command, _Stats) and command.reply.set_running_or_notify_cancel():
                 command.reply.set_exception(error)
 
     def _finish_one(self) -> None:
