@@ -8,6 +8,8 @@ strategies, tried in order, stop at the first one that finds any candidate:
   rstrip      equal after dropping trailing whitespace
   indent      equal after dropping all leading/trailing whitespace, and the indentation difference is one
               consistent shift; added lines are re-indented by that shift
+  blank-lines equal ignoring whitespace AND blank lines (the model dropped or added a blank line), aligned
+              by difflib; not for hunks that remove blank lines
   fuzzy       a same-length window whose lines align one to one with the source: mean per-line difflib
               ratio >= FUZZY_THRESHOLD, every removed line clearly the same line, source has at least
               FUZZY_MIN_LINES non-blank lines, and the best window unique (no rival within FUZZY_MARGIN)
@@ -30,7 +32,7 @@ FUZZY_MARGIN = 0.05  # a rival window this close to the best makes the match amb
 FUZZY_LINE_MIN = 0.5  # every aligned context line at least this similar
 FUZZY_REMOVED_MIN = 0.75  # every aligned removed line at least this similar (it is the line we delete)
 FUZZY_MIN_LINES = 3  # non-blank source lines needed before fuzzy matching is trusted
-STRATEGIES = ("exact", "rstrip", "indent", "fuzzy")
+STRATEGIES = ("exact", "rstrip", "indent", "blank-lines", "fuzzy")
 
 
 @dataclass
@@ -83,6 +85,9 @@ class Match:
     strategy: str
     shift: Shift = field(default_factory=Shift)
     score: float = 1.0
+    # source line i -> file line index (None: a blank source line the file does not have there). None
+    # for the one-to-one strategies, where source line i is file line start + i.
+    align: list[int | None] | None = None
 
 
 class HunkError(Exception):
@@ -284,6 +289,44 @@ def _pick(cands: list[int], hint: int | None, what: str, n: int) -> int:
     )
 
 
+def _locate_ignoring_blank_lines(file_lines: list[str], hunk: Hunk, taken, hint: int | None) -> Match | None:
+    """The source's non-blank lines (whitespace-stripped) equal a run of the file's non-blank lines, but
+    blank lines differ (the model dropped or added one). Lines are aligned with difflib; blank file lines
+    the hunk does not mention are kept. Not used when the hunk removes blank lines (which ones?)."""
+    src = hunk.source
+    if any(k == "-" and not t.strip() for k, t in hunk.lines):
+        return None
+    keys = [t.strip() for t in src if t.strip()]
+    if len(keys) < 2:
+        return None
+    nb_idx = [i for i, line in enumerate(file_lines) if line.strip()]
+    nb_keys = [file_lines[i].strip() for i in nb_idx]
+    cands = []
+    for j in range(len(nb_keys) - len(keys) + 1):
+        if nb_keys[j : j + len(keys)] == keys:
+            start, end = nb_idx[j], nb_idx[j + len(keys) - 1] + 1
+            if not _overlaps(start, end - start, taken):
+                cands.append(start)
+    if not cands:
+        return None
+    start = _pick(cands, hint, "context/removed", len(src))
+    j = nb_idx.index(start)
+    end = nb_idx[j + len(keys) - 1] + 1
+    window = [x.strip() for x in file_lines[start:end]]
+    align: list[int | None] = [None] * len(src)
+    sm = difflib.SequenceMatcher(None, [t.strip() for t in src], window, autojunk=False)
+    for a, b, size in sm.get_matching_blocks():
+        for k in range(size):
+            align[a + k] = start + b + k
+    if any(align[i] is None for i, t in enumerate(src) if t.strip()):
+        return None  # cannot happen for equal non-blank runs; refuse rather than guess
+    aligned_window = [file_lines[a] if a is not None else "" for a in align]
+    shift = _shift_for_added(hunk, aligned_window)
+    if shift is None:
+        return None
+    return Match(start, end - start, "blank-lines", shift, align=align)
+
+
 def locate(file_lines: list[str], hunk: Hunk, taken: list[tuple[int, int]], hint: int | None) -> Match:
     """Find where `hunk` applies in `file_lines` (0-based `hint`), avoiding ranges already `taken`."""
     src = hunk.source
@@ -310,9 +353,13 @@ def locate(file_lines: list[str], hunk: Hunk, taken: list[tuple[int, int]], hint
             cands = [c for c in cands if _shift_for_added(hunk, file_lines[c : c + n]) is not None]
         if not cands:
             continue
-        start = _pick(cands, hint, "source", n)
+        start = _pick(cands, hint, "context/removed", n)
         shift = _shift_for_added(hunk, file_lines[start : start + n]) if strategy == "indent" else Shift()
         return Match(start, n, strategy, shift or Shift())
+
+    m = _locate_ignoring_blank_lines(file_lines, hunk, taken, hint)
+    if m is not None:
+        return m
 
     closest = closest_excerpt(file_lines, src)
     if sum(1 for s in src if s.strip()) < FUZZY_MIN_LINES:
@@ -360,17 +407,29 @@ def apply_hunks(file_lines: list[str], file_endings: list[str], hunks: list[Hunk
     for hunk, m in sorted(zip(hunks, matches, strict=True), key=lambda hm: hm[1].start, reverse=True):
         new_lines: list[str] = []
         new_endings: list[str | None] = []
-        i = m.start
+        align = m.align if m.align is not None else [m.start + k for k in range(m.length)]
+        pos, src_i = m.start, 0  # next file line not yet emitted; next source line
         for kind, text in hunk.lines:
-            if kind == " ":
-                new_lines.append(file_lines[i])
-                new_endings.append(file_endings[i])
-                i += 1
-            elif kind == "-":
-                i += 1
-            else:
+            if kind == "+":
                 new_lines.append(m.shift.apply(text))
                 new_endings.append(None)
+                continue
+            at = align[src_i]
+            src_i += 1
+            if at is None:
+                continue  # a blank context line the file does not have here
+            while pos < at:  # file lines the hunk does not mention (blank lines only) stay
+                new_lines.append(file_lines[pos])
+                new_endings.append(file_endings[pos])
+                pos += 1
+            if kind == " ":
+                new_lines.append(file_lines[at])
+                new_endings.append(file_endings[at])
+            pos = at + 1
+        while pos < m.start + m.length:
+            new_lines.append(file_lines[pos])
+            new_endings.append(file_endings[pos])
+            pos += 1
         out_lines[m.start : m.start + m.length] = new_lines
         out_endings[m.start : m.start + m.length] = new_endings
     return out_lines, out_endings, matches

@@ -135,6 +135,15 @@ CASES = [
          "--- a/stack.py\n+++ b/stack.py\n@@ -3,3 +3,3 @@\n             self.items = []\n-\n+        # push\n"
          "         def push(self, x):\n",
          {"stack.py": CLASSY.replace("self.items = []\n\n", "self.items = []\n    # push\n")}, ["indent"]),
+    Case("context_missing_a_blank_line", {"calc.py": CALC},
+         "--- a/calc.py\n+++ b/calc.py\n@@ -4,6 +4,6 @@\n def add(a, b):\n     return a + b\n \n def sub(a, b):\n"
+         "-    return a - b\n+    return a - (b)\n",
+         {"calc.py": CALC.replace("a - b", "a - (b)")}, ["blank-lines"]),
+    Case("context_with_an_extra_blank_line", {"stack.py": CLASSY},
+         "--- a/stack.py\n+++ b/stack.py\n@@ -5,4 +5,6 @@\n     def push(self, x):\n         self.items.append(x)\n \n \n"
+         "+    def peek(self):\n+        return self.items[-1]\n+\n     def pop(self):\n",
+         {"stack.py": CLASSY.replace("    def pop", "    def peek(self):\n        return self.items[-1]\n\n    def pop")},
+         ["blank-lines"]),
     Case("trailing_whitespace_in_file", {"t.py": "def f():   \n    return 1  \n"},
          "--- a/t.py\n+++ b/t.py\n@@ -1,2 +1,2 @@\n def f():\n-    return 1\n+    return 2\n",
          {"t.py": "def f():   \n    return 2\n"}, ["rstrip"]),
