@@ -1,5 +1,5 @@
 """Property tests: difflib diffs of random edits apply exactly; model-style corruptions of them either apply
-exactly or are refused with a message and no file changed. 2,000 examples in all (see diff_fuzz.py)."""
+exactly or are refused with a message and no file changed. 2,000 examples in all (600 + 500 + 700 + 200 SEARCH/REPLACE) (see diff_fuzz.py)."""
 
 from __future__ import annotations
 
@@ -52,7 +52,7 @@ def test_shifted_line_numbers_still_apply(sc, shift):
     assert outcome == "applied", (outcome, detail, shifted)
 
 
-@settings(max_examples=900, **SETTINGS)
+@settings(max_examples=700, **SETTINGS)
 @given(diff_fuzz.scenarios(), st.lists(st.sampled_from(diff_fuzz.CORRUPTIONS), min_size=1, max_size=3, unique=True),
        st.randoms(use_true_random=False))
 def test_corrupted_diffs_apply_exactly_or_are_refused_cleanly(sc, kinds, rnd):
@@ -64,3 +64,44 @@ def test_corrupted_diffs_apply_exactly_or_are_refused_cleanly(sc, kinds, rnd):
         diff = corrupted if corrupted is not None else diff
     outcome, detail = _run(sc, diff)
     assert outcome in diff_fuzz.OK_OUTCOMES, (outcome, kinds, detail, diff)
+
+
+@st.composite
+def _sr_case(draw):
+    n = draw(st.integers(1, 30))
+    indents = draw(st.lists(st.sampled_from(["", "    ", "        ", "\t"]), min_size=n, max_size=n))
+    old = [f"{ind}line_{k} = {k}" for k, ind in enumerate(indents)]
+    i = draw(st.integers(0, n - 1))
+    j = draw(st.integers(i + 1, min(n, i + 6)))
+    base = indents[i]
+    repl = [f"{base}{draw(st.sampled_from(['', '    ']))}new_{k}()" for k in range(draw(st.integers(0, 4)))]
+    crlf = draw(st.booleans())
+    final = draw(st.booleans())
+    dedent = draw(st.booleans()) and all(old[k].startswith(base) for k in range(i, j)) and base != ""
+    return old, i, j, repl, crlf, final, dedent
+
+
+@settings(max_examples=200, **SETTINGS)
+@given(_sr_case())
+def test_search_replace_applies_exactly(case):
+    """A SEARCH block quoting lines i..j (optionally with the block's common indentation removed, as models
+    often do) replaces exactly those lines; newline style and final newline are kept."""
+    from tools.patch import apply_search_replace
+    from tools.workspace import Workspace
+
+    old, i, j, repl, crlf, final, dedent = case
+    nl = "\r\n" if crlf and len(old) > 1 else "\n"
+    new = old[:i] + repl + old[j:]
+    search, replace = old[i:j], repl
+    if dedent:
+        cut = len(old[i]) - len(old[i].lstrip())
+        search = [s[cut:] for s in search]
+        replace = [r[cut:] for r in replace]
+    root = diff_fuzz.scratch_dir("sr-")
+    try:
+        (root / "f.py").write_bytes((nl.join(old) + (nl if final else "")).encode())
+        apply_search_replace(Workspace(root), "f.py", "\n".join(search) + "\n", "".join(r + "\n" for r in replace))
+        want = nl.join(new) + (nl if final and new else "")
+        assert (root / "f.py").read_bytes() == want.encode()
+    finally:
+        shutil.rmtree(root, ignore_errors=True)
