@@ -127,6 +127,10 @@ def _git_names(rest: str) -> tuple[str, str]:
     return rest[:mid], rest[mid + 1 :]
 
 
+def _strip_ab(name: str | None) -> str:
+    return name[2:] if name and name.startswith(("a/", "b/")) else str(name)
+
+
 def _is_boundary(lines: list[str], j: int) -> bool:
     line = lines[j]
     if line.startswith(("@@", "diff --git ")) or _FENCE.match(line):
@@ -226,6 +230,9 @@ def _scan(lines: list[str], hint: str | None, sections: list[_Section]) -> None:
                 cur.new = "b/" + line[len("rename to ") :].strip()
                 i += 1
                 continue
+            if line.startswith(("Binary files ", "GIT binary patch")):
+                raise DiffParseError(f"{_strip_ab(cur.new or cur.old)}: binary patches are not supported; "
+                                     "edit text files only")
             if line.startswith(("index ", "old mode", "similarity index", "dissimilarity index")):
                 i += 1
                 continue
