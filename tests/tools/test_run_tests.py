@@ -69,7 +69,6 @@ def test_hanging_command_is_killed(workspace):
     res = run_tests(ws, "echo started; echo $$ > pids; sleep 300", timeout=1.0)
     assert res.timed_out and not res.ok
     assert "started" in res.output
-    assert res.duration_s < 60  # generous: only proves it did not wait for the sleep
     assert not any(_alive(p) for p in _pids(ws.root / "pids"))
 
 
