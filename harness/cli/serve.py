@@ -19,6 +19,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     eng = p.add_argument_group("engine")
     eng.add_argument("--dtype", default=None, choices=["auto", "float32", "bfloat16", "float16"])
     eng.add_argument("--device", default=None, help="auto, cpu, cuda, cuda:1, ...")
+    eng.add_argument("--num-threads", type=int, default=None, help="CPU threads for torch (default: torch's)")
     eng.add_argument("--max-num-seqs", type=int, default=None, help="largest running batch")
     eng.add_argument("--max-num-batched-tokens", type=int, default=None, help="tokens per forward pass")
     eng.add_argument("--num-blocks", type=int, default=None, help="KV cache blocks in the pool")
@@ -39,6 +40,7 @@ def engine_kwargs(args: argparse.Namespace) -> dict:
     kwargs = {
         "dtype": args.dtype,
         "device": args.device,
+        "num_threads": args.num_threads,
         "max_num_seqs": args.max_num_seqs,
         "max_num_batched_tokens": args.max_num_batched_tokens,
         "num_blocks": args.num_blocks,

@@ -11,7 +11,7 @@ from evals.load import LoadConfig, ServeProcess, run_load
 
 def test_short_load_run_with_disconnects_leaves_a_clean_pool(tiny_model_dir):
     cfg = LoadConfig(requests=60, concurrency=16, disconnect_fraction=0.2, invalid_every=15, max_tokens=24, seed=1)
-    args = ["--max-num-seqs", "16", "--num-blocks", "1024", "--served-model-name", "tiny"]
+    args = ["--max-num-seqs", "16", "--num-blocks", "1024", "--num-threads", "1", "--served-model-name", "tiny"]
     with ServeProcess(str(tiny_model_dir), args) as server:
         report = asyncio.run(run_load(server.url, "tiny", cfg))
         assert report.errors == 0, report.error_details
