@@ -8,6 +8,7 @@ None means "the provider did not say" and is shown as "unknown" (never silently 
 from __future__ import annotations
 
 import json
+import os
 from collections.abc import Iterable
 from pathlib import Path
 
@@ -231,28 +232,48 @@ def whole_file_tokens(new_contents: dict[str, str | None], count) -> int:
     return count(whole.render(new_contents)) if new_contents else 0
 
 
+def find_tokenizer(model: str):
+    """The model's own tokenizer when we can have it without downloading anything: the in-process engine's for
+    `local/<name>`; for `provider/<name>` (e.g. `openai/smollm2-135m` against `deltaserve serve`) one our
+    engine's loader resolves or one already in the Hugging Face cache. None: let litellm count."""
+    if model.startswith("local/"):
+        from harness.client import local_engine
+
+        return local_engine(model.removeprefix("local/")).tokenizer
+    name = model.split("/", 1)[1] if "/" in model else model
+    from transformers import AutoTokenizer
+
+    try:
+        from engine.errors import ModelNotFoundError
+        from engine.loader import convert_gguf, resolve_source
+
+        try:
+            source = resolve_source(name)
+            return AutoTokenizer.from_pretrained(convert_gguf(source) if source.is_file() else source)
+        except ModelNotFoundError:
+            pass
+        return AutoTokenizer.from_pretrained(name, local_files_only=True)
+    except (OSError, ValueError):
+        return None
+
+
 class TokenCounter:
-    """Counts text tokens with the model's own tokenizer: the in-process engine's for `local/<name>`,
-    litellm's token_counter (the provider's tokenizer where litellm knows it) otherwise."""
+    """Counts text tokens with the model's own tokenizer (see find_tokenizer); litellm's token_counter (the
+    provider's tokenizer where litellm knows it, tiktoken otherwise) when there is none."""
 
     def __init__(self, model: str, tokenizer=None):
         self.model = model
-        if tokenizer is None and model.startswith("local/"):
-            from harness.client import local_engine
-
-            tokenizer = local_engine(model.removeprefix("local/")).tokenizer
-        self.tokenizer = tokenizer
+        self.tokenizer = tokenizer if tokenizer is not None else find_tokenizer(model)
 
     def count(self, text: str) -> int:
         if not text:
             return 0
         if self.tokenizer is not None:
             return len(self.tokenizer.encode(text, add_special_tokens=False))
+        os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")  # else litellm fetches prices on import
         import litellm
 
         return litellm.token_counter(model=self.model, text=text)
 
     def __call__(self, text: str) -> int:
         return self.count(text)
-
-

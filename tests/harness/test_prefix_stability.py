@@ -48,3 +48,14 @@ def test_each_prompt_extends_the_previous_prompt_and_reply(engine, project, test
         expected = ids[n] + reply_ids
         assert ids[n + 1][: len(expected)] == expected, f"prompt {n + 2} does not extend prompt {n + 1} + reply"
         assert len(ids[n + 1]) > len(expected)  # and the feedback follows
+
+
+def test_remote_names_of_our_models_count_with_the_same_tokenizer(engine):
+    from harness.accounting import TokenCounter
+
+    text = "```diff\n--- a/calc.py\n+++ b/calc.py\n@@ -1,2 +1,2 @@\n-    return a - b\n+    return a + b\n```"
+    served = TokenCounter("openai/smollm2-135m")  # e.g. `deltaserve serve` behind api_base
+    assert served.tokenizer is not None
+    assert served.count(text) == TokenCounter("local/smollm2-135m").count(text) == len(
+        engine.tokenizer.encode(text, add_special_tokens=False))
+    assert TokenCounter("openai/gpt-4o-mini").tokenizer is None  # litellm counts those
