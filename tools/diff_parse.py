@@ -166,7 +166,7 @@ def _body_by_counts(region: list[str], old_len: int, new_len: int) -> list[str] 
     return region[:p]
 
 
-def _body_by_shape(region: list[str]) -> list[str]:
+def _body_by_shape(region: list[str], may_anchor: bool) -> list[str]:
     body = []
     prefixed = []  # whether each body line had a real diff prefix
     for line in region:
@@ -177,11 +177,12 @@ def _body_by_shape(region: list[str]) -> list[str]:
             body.append(" " + line)  # a context line that lost its leading space (or an empty line)
             prefixed.append(False)
     # Trailing unprefixed lines are more likely prose than context, and dropping trailing context never
-    # changes what a hunk edits -- unless nothing else anchors it: then they are its only context.
+    # changes what a hunk edits -- unless nothing else anchors it and the header promised source lines
+    # (`may_anchor`): then they are its only context (they lost their leading space).
     end = len(body)
     while end and not prefixed[end - 1]:
         end -= 1
-    if any(b[:1] in (" ", "-") for b in body[:end]) or not any(b[:1] == "+" for b in body[:end]):
+    if not may_anchor or any(b[:1] in (" ", "-") for b in body[:end]) or not any(b[:1] == "+" for b in body[:end]):
         return body[:end]
     return body
 
@@ -274,12 +275,13 @@ def _scan(lines: list[str], hint: str | None, sections: list[_Section]) -> None:
                 j += 1
             region = lines[i + 1 : j]
             body = None
+            old_len = None
             if hm.group("s") is not None and hm.group("t") is not None:
                 # "-S" without ",L" means one line, as in `diff` output.
                 old_len, new_len = int(hm.group("sl") or 1), int(hm.group("tl") or 1)
                 body = _body_by_counts(region, old_len, new_len)
             if body is None:
-                body = _body_by_shape(region)
+                body = _body_by_shape(region, may_anchor=cur.old is not None and bool(old_len))
             body = [b if b else " " for b in body]
             if any(b[:1] != "\\" for b in body):
                 # "-0,0" is a real position (insert at the top), so 0 is kept; no number at all is None.
