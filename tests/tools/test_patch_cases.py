@@ -204,6 +204,11 @@ CASES = [
          "--- a/calc.py\n+++ b/calc.py\n@@ -12,2 +12,6 @@\n def area(r):\n     return math.pi * r * r\n+\n+\n"
          "+def circumference(r):\n+    return 2 * math.pi * r\n",
          {"calc.py": CALC + "\n\ndef circumference(r):\n    return 2 * math.pi * r\n"}, ["exact"]),
+    Case("prose_between_sections_bare_headers", {"calc.py": CALC},
+         "--- /dev/null\n+++ b/NOTES.md\n@@ @@\n+# Notes\n+- fixed sub\n\nNow the code:\n--- a/calc.py\n+++ b/calc.py\n"
+         "@@ @@\n def sub(a, b):\n-    return a - b\n+    return a - b  # ok\n\nThat's all.\n",
+         {"NOTES.md": "# Notes\n- fixed sub\n", "calc.py": CALC.replace("a - b\n", "a - b  # ok\n")},
+         ["create", "exact"]),
     Case("insert_by_line_number_only", {"list.txt": "a\nb\nc\n"},
          "--- a/list.txt\n+++ b/list.txt\n@@ -2,0 +3 @@\n+b2\n",
          {"list.txt": "a\nb\nb2\nc\n"}, ["line-number"]),
