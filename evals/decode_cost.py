@@ -26,6 +26,7 @@ from evals.report import decode_summary, render_markdown, write_report
 from evals.results import append_row, load_rows
 from evals.task_suite import Task, load_tasks
 from evals.transcript import replay_transcript, step1_prompt
+from harness.formats import whole
 
 FORMATS = ["whole", "udiff", "search_replace"]
 CALIBRATION_TOKENS = 16
@@ -44,6 +45,7 @@ class DecodeCostConfig:
     replay: bool = True
     speculative: bool | None = None
     dtype: str = "auto"
+    threads: int | None = None  # CPU threads for torch (None: the engine's default); 1 is steadier on a busy box
     out_dir: Path = Path("runs/decode-cost")
     tasks_dir: Path | None = None
     progress: bool = True
@@ -62,6 +64,7 @@ class PreparedTask:
     edited_path: str
     edited_file_lines: int
     replies: dict[str, str]
+    before: dict[str, str]  # edited files before the fix (the `whole` format's prediction source)
 
 
 def prepare_task(task: Task, formats: list[str], tmp: Path):
@@ -74,7 +77,7 @@ def prepare_task(task: Task, formats: list[str], tmp: Path):
     tests = run_tests(ws, command, env=TEST_ENV)
     edit, replies = gold_replies(ws, task.gold_diff, formats)
     edited_path = max(edit.before, key=lambda p: len(edit.before[p].splitlines()))
-    return PreparedTask(task, repo, ws, tests, command, edited_path, edit.edited_file_lines, replies)
+    return PreparedTask(task, repo, ws, tests, command, edited_path, edit.edited_file_lines, replies, edit.before)
 
 
 def pick_quick(prepared_sizes: dict[str, int], count: int = len(QUICK_TARGET_LINES)) -> list[str]:
@@ -132,15 +135,18 @@ def reply_token_ids(engine, reply: str) -> list[int]:
     return ids + ([eos] if eos is not None else [])
 
 
-def force(engine, prompt_ids: list[int], reply_ids: list[int], cap: int | None, cache_salt: str | None = None):
-    """Teacher-force `reply_ids` (or its first `cap` tokens) after the prompt; (output, tokens forced)."""
+def force(engine, prompt_ids: list[int], reply_ids: list[int], cap: int | None, cache_salt: str | None = None,
+          prediction: str | None = None):
+    """Teacher-force `reply_ids` (or its first `cap` tokens) after the prompt; (output, tokens forced).
+    With speculation on, drafts (from the prompt, or `prediction`) are verified against the forced tokens."""
     from engine import SamplingParams
 
     room = engine.max_model_len - len(prompt_ids)
     if room < 2:
         raise ValueError(f"prompt of {len(prompt_ids)} tokens leaves no room in {engine.max_model_len}")
     n = min(len(reply_ids), room, cap or len(reply_ids))
-    params = SamplingParams(max_tokens=n, temperature=0.0, ignore_eos=True, forced_token_ids=reply_ids[:n])
+    params = SamplingParams(max_tokens=n, temperature=0.0, ignore_eos=True, forced_token_ids=reply_ids[:n],
+                            prediction=prediction)
     return run_request(engine, prompt_ids, params, cache_salt=cache_salt), n
 
 
@@ -177,7 +183,9 @@ def measure_task(engine, prep: PreparedTask, formats: list[str], cap: int | None
             rows.append(skipped_row(prep, fmt, model, f"prompt of {len(prompt_ids)} tokens does not fit the "
                                     f"model's {engine.max_model_len}-token context"))
             continue
-        out, forced = force(engine, prompt_ids, reply_ids, cap, cache_salt=salt)
+        # like the agent: with speculation, a `whole` reply is predicted to be the files as they are now
+        prediction = whole.render(prep.before) if fmt == "whole" and speculative else None
+        out, forced = force(engine, prompt_ids, reply_ids, cap, cache_salt=salt, prediction=prediction)
         if s_per_token is None:
             s_per_token = seconds_per_token(engine, prompt_ids, cache_salt=salt)
         m = out.metrics
@@ -191,7 +199,7 @@ def measure_task(engine, prep: PreparedTask, formats: list[str], cap: int | None
             "accepted_draft_tokens": m.accepted_draft_tokens, "rejected_draft_tokens": m.rejected_draft_tokens,
             "ttft_s": m.ttft_s, "prefill_s": m.prefill_s, "decode_s": m.decode_s, "s_per_token": s_per_token,
             "predicted_decode_s": s_per_token * _decode_steps(m.completion_tokens),
-            "forced_matches": list(out.token_ids) == reply_ids[:forced],
+            "forced_matches": list(out.token_ids) == reply_ids[:forced], "prediction": prediction is not None,
         })
     return rows
 
@@ -229,6 +237,8 @@ def load_engine(config: DecodeCostConfig):
     from engine import Engine
 
     kwargs = {"dtype": config.dtype, "enable_prefix_caching": True, **config.engine_kwargs}
+    if config.threads is not None:
+        kwargs["num_threads"] = config.threads
     if config.speculative is not None:
         kwargs["speculative"] = config.speculative
     return Engine.from_pretrained(config.model, **kwargs)

@@ -33,6 +33,7 @@ class DemoConfig:
     run_eval: bool = True
     out_dir: Path | None = None
     tasks_dir: Path | None = None
+    threads: int | None = None
 
 
 def default_out_dir() -> Path:
@@ -58,7 +59,7 @@ def run_demo(config: DemoConfig, console: Console | None = None, engine=None) ->
 
     console.rule(f"[bold]deltaserve demo[/] · model {config.model}")
     console.print(f"Loading {config.model} into the engine ...")
-    engine = engine or load_engine(DecodeCostConfig(model=config.model))
+    engine = engine or load_engine(DecodeCostConfig(model=config.model, threads=config.threads))
     register_local_engine(config.model, engine)
     console.print(repr(engine))
     result: dict = {"out_dir": out_dir, "task": task.id}
@@ -82,7 +83,7 @@ def run_demo(config: DemoConfig, console: Console | None = None, engine=None) ->
         console.rule("2. Decode cost per edit format (quick eval: gold replies teacher-forced)")
         eval_result = run_decode_cost_eval(
             DecodeCostConfig(model=config.model, quick=True, out_dir=out_dir / "decode-cost",
-                             tasks_dir=config.tasks_dir),
+                             tasks_dir=config.tasks_dir, threads=config.threads),
             engine=engine,
         )
         from harness.cli.eval import print_summary

@@ -15,6 +15,7 @@ def register(subparsers) -> None:
     parser.add_argument("--max-tokens", type=int, default=256, help="max tokens per agent reply")
     parser.add_argument("--no-agent", action="store_true", help="skip the agent run")
     parser.add_argument("--no-eval", action="store_true", help="skip the decode-cost eval")
+    parser.add_argument("--threads", type=int, help="CPU threads for the engine (default: the engine's)")
     parser.add_argument("--out", type=Path, help="output dir (default: runs/demo-<time>)")
     parser.set_defaults(func=run)
 
@@ -24,7 +25,7 @@ def run(args) -> int:
 
     config = DemoConfig(model=args.model, task_id=args.task, edit_format=args.format, max_steps=args.max_steps,
                         max_tokens=args.max_tokens, run_agent=not args.no_agent, run_eval=not args.no_eval,
-                        out_dir=args.out)
+                        out_dir=args.out, threads=args.threads)
     try:
         run_demo(config)
     except ValueError as exc:

@@ -38,6 +38,8 @@ def register(subparsers) -> None:
     dc.add_argument("--speculative", action=argparse.BooleanOptionalAction, default=None,
                     help="engine speculation on/off (default: the engine's default)")
     dc.add_argument("--dtype", default="auto", help="engine dtype (auto: the engine's choice for the device)")
+    dc.add_argument("--threads", type=int, help="CPU threads for the engine (default: the engine's); 1 is "
+                    "steadier when other jobs share the cores")
     dc.add_argument("--out", type=Path, help="output dir (default: runs/decode-cost-<time>)")
     dc.set_defaults(func=run_decode_cost)
 
@@ -92,6 +94,7 @@ def run_decode_cost(args) -> int:
         replay=not args.no_replay,
         speculative=args.speculative,
         dtype=args.dtype,
+        threads=args.threads,
         out_dir=args.out or _default_out("decode-cost"),
     )
     try:

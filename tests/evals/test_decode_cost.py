@@ -22,7 +22,7 @@ def tiny_model(tmp_path_factory):
 def engine(tiny_model):
     from evals.decode_cost import load_engine
 
-    return load_engine(DecodeCostConfig(model=str(tiny_model), dtype="float32"))
+    return load_engine(DecodeCostConfig(model=str(tiny_model), dtype="float32", threads=1))
 
 
 @pytest.fixture(scope="module")
@@ -93,7 +93,7 @@ def test_cap_forces_only_the_first_tokens(engine):
 def test_cli_decode_cost_caps_replies_and_rejects_bad_formats(tiny_model, tmp_path, capsys):
     out = tmp_path / "cli"
     code = main(["eval", "decode-cost", "--model", str(tiny_model), "--tasks", TASK, "--no-replay",
-                 "--formats", "search_replace", "--max-reply-tokens", "8", "--dtype", "float32", "--out", str(out)])
+                 "--formats", "search_replace", "--max-reply-tokens", "8", "--dtype", "float32", "--threads", "1", "--out", str(out)])
     assert code == 0
     (row,) = [json.loads(line) for line in (out / "results.jsonl").read_text().splitlines()]
     assert row["format"] == "search_replace" and row["capped"] and row["completion_tokens"] == 8
