@@ -377,7 +377,11 @@ def locate(file_lines: list[str], hunk: Hunk, taken: list[tuple[int, int]], hint
             f"its context/removed lines were not found exactly, and approximate matches are ambiguous "
             f"(lines {lines}); copy the lines exactly from the file", closest)
     window = file_lines[best : best + n]
-    shift = _shift_for_added(hunk, window) or Shift()
+    shift = _shift_for_added(hunk, window)
+    if shift is None:
+        raise HunkError(f"it roughly matches lines {best + 1}-{best + n}, but its indentation differs from the "
+                        "file's in no consistent way, so the added lines' indentation would be a guess; copy "
+                        "the lines exactly from the file", closest)
     return Match(best, n, "fuzzy", shift, best_score)
 
 
