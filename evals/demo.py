@@ -34,6 +34,7 @@ class DemoConfig:
     out_dir: Path | None = None
     tasks_dir: Path | None = None
     threads: int | None = None
+    eval_task_ids: list[str] | None = None  # default: the quick eval's own pick
 
 
 def default_out_dir() -> Path:
@@ -60,7 +61,8 @@ def run_demo(config: DemoConfig, console: Console | None = None, engine=None) ->
     console.rule(f"[bold]deltaserve demo[/] · model {config.model}")
     console.print(f"Loading {config.model} into the engine ...")
     engine = engine or load_engine(DecodeCostConfig(model=config.model, threads=config.threads))
-    register_local_engine(config.model, engine)
+    local_name = Path(config.model).name if "/" in config.model else config.model  # a path: its last part
+    register_local_engine(local_name, engine)
     console.print(repr(engine))
     result: dict = {"out_dir": out_dir, "task": task.id}
 
@@ -71,7 +73,7 @@ def run_demo(config: DemoConfig, console: Console | None = None, engine=None) ->
         if repo.exists():
             shutil.rmtree(repo)
         copy_repo(task, repo.parent)
-        agent = Agent(repo, task.spec.description, test_cmd=test_command(task), model=f"local/{config.model}",
+        agent = Agent(repo, task.spec.description, test_cmd=test_command(task), model=f"local/{local_name}",
                       edit_format=config.edit_format, max_steps=config.max_steps, max_tokens=config.max_tokens,
                       allow_dirty=True, trace=out_dir / "agent" / "trace.jsonl", console=console)
         report = agent.run()
@@ -83,7 +85,8 @@ def run_demo(config: DemoConfig, console: Console | None = None, engine=None) ->
         console.rule("2. Decode cost per edit format (quick eval: gold replies teacher-forced)")
         eval_result = run_decode_cost_eval(
             DecodeCostConfig(model=config.model, quick=True, out_dir=out_dir / "decode-cost",
-                             tasks_dir=config.tasks_dir, threads=config.threads),
+                             tasks_dir=config.tasks_dir, threads=config.threads,
+                             task_ids=config.eval_task_ids),
             engine=engine,
         )
         from harness.cli.eval import print_summary
