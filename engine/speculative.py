@@ -59,7 +59,11 @@ class _NgramIndex:
         for n in range(min(self.n_max, L - 1), self.n_min - 1, -1):
             end = self.latest.get(tuple(tokens[L - n:]))
             if end is not None:
-                return tokens[end:end + k]
+                # an overlapping copy (as in LZ77): a match that runs into the tail repeats the loop
+                draft: list[int] = []
+                for i in range(end, end + k):
+                    draft.append(tokens[i] if i < L else draft[i - L])
+                return draft
         return []
 
 
@@ -83,14 +87,18 @@ class _Prediction:
     def propose(self, tokens: list[int], n_min: int, n_max: int, k: int) -> list[int]:
         L = len(tokens)
         new = tokens[self.mark:L]
-        if new == self.tokens[self.cursor:self.cursor + len(new)]:
-            self.cursor += len(new)  # the output followed the prediction
-        else:
-            self.cursor = self._resync(tokens, n_min, n_max)
         self.mark = L
+        ahead = self.tokens[self.cursor:self.cursor + len(new)]
+        same = next((i for i, (a, b) in enumerate(zip(new, ahead, strict=False)) if a != b), min(len(new), len(ahead)))
+        self.cursor += same  # the output followed the prediction this far
+        if same < len(new):
+            found = self._resync(tokens, n_min, n_max)
+            if found is None:  # new text (an inserted line): wait where we are for the output to come back
+                return []
+            self.cursor = found
         return self.tokens[self.cursor:self.cursor + k]
 
-    def _resync(self, tokens: list[int], n_min: int, n_max: int) -> int:
+    def _resync(self, tokens: list[int], n_min: int, n_max: int) -> int | None:
         """The output left the prediction: find its last n tokens again, preferring the first occurrence
         at or after the cursor (edits move forward through the text); else the latest before it."""
         L = len(tokens)
@@ -99,7 +107,7 @@ class _Prediction:
             if ends:
                 i = bisect.bisect_left(ends, self.cursor)
                 return ends[i] if i < len(ends) else ends[-1]
-        return len(self.tokens)  # lost: propose nothing until the output follows it again from the end
+        return None
 
 
 @dataclass
