@@ -16,7 +16,7 @@ from rich.syntax import Syntax
 from harness import accounting, context, formats, lookups
 from harness.accounting import ApplyOutcome, RunReport, StepReport, TestOutcome, TokenCounter
 from harness.formats import whole
-from harness.live_table import LiveTable
+from harness.live_table import MIN_WIDTH, LiveTable
 from harness.prompt import Prompt
 from harness.trace import TraceWriter
 from harness.workspace_guard import Snapshot, check_clean
@@ -70,6 +70,8 @@ class Agent:
         self.allow_dirty = allow_dirty
         self.trace = TraceWriter(trace)
         self.console = console or Console()
+        if console is None and not self.console.is_terminal:
+            self.console.width = max(self.console.width, MIN_WIDTH)  # logs and pipes: keep the table's rows whole
         self.test_timeout = test_timeout
         self._complete = complete  # default: harness.client.complete (imported lazily: litellm is slow)
         self._counter = counter

@@ -49,7 +49,7 @@ class LiveTable:
 
     def totals(self, run: RunReport) -> None:
         seconds = ("est. seconds saved unknown" if run.est_seconds_saved is None
-                   else f"~{run.est_seconds_saved:.1f}s saved (est.)")
+                   else f"est. {run.est_seconds_saved:.1f}s saved")
         outcome = ("solved" if run.solved else "not solved") + f", {seconds}"
         self.table.add_section()
         self.table.add_row(*row(run, "total", "", outcome))
