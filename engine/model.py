@@ -40,7 +40,9 @@ class AttnGroup:
 
     token_index: torch.Tensor | slice  # [B, qmax] rows of the flat batch (padded) or a slice for B == 1
     kv_index: torch.Tensor | None  # [B, kmax] cache slots to read; None -> attend to the new K/V only
-    mask: torch.Tensor | None  # [B, qmax, kmax] additive (0 / -inf); None with is_causal or all-visible
+    # [B, qmax, kmax] additive float (0 / -inf) for batched short spans; [1, 1, q, k] bool for a long
+    # span over cached context (SDPA); None with is_causal or when every key is visible
+    mask: torch.Tensor | None
     is_causal: bool
     valid: torch.Tensor | None  # [B * qmax] which padded query rows are real; None -> all
     batch: int
@@ -151,9 +153,16 @@ class LlamaModel:
             layer.qkv_b = cat_opt([a + "q_proj.bias", a + "k_proj.bias", a + "v_proj.bias"],
                                   [nh * hd, nkv * hd, nkv * hd])
             layer.qk_norm = None
+            # The attention scale 1/sqrt(head_dim) is folded into q (RoPE is linear, so it commutes):
+            # into the qwen3 q_norm weight where there is one, else into q_proj's rows.
+            scale = hd ** -0.5
             if a + "q_norm.weight" in weights:  # qwen3: per-head RMSNorm on q and k before RoPE
-                layer.qk_norm = torch.cat([w(a + "q_norm.weight").expand(nh, hd),
-                                           w(a + "k_norm.weight").expand(nkv, hd)])
+                layer.qk_norm = torch.cat([(weights[a + "q_norm.weight"].float() * scale).to(dtype).expand(nh, hd),
+                                           w(a + "k_norm.weight").expand(nkv, hd)]).to(self.device)
+            else:
+                layer.qkv_w[: nh * hd] = (weights[a + "q_proj.weight"].float() * scale).to(dtype)
+                if layer.qkv_b is not None and a + "q_proj.bias" in weights:
+                    layer.qkv_b[: nh * hd] = (weights[a + "q_proj.bias"].float() * scale).to(dtype)
             layer.o_w, layer.o_b = w(a + "o_proj.weight"), opt(a + "o_proj.bias")
             layer.gu_w = torch.cat([w(m + "gate_proj.weight"), w(m + "up_proj.weight")])
             inter = layer.gu_w.shape[0] // 2
@@ -162,7 +171,6 @@ class LlamaModel:
             self.layers.append(layer)
         self.cos, self.sin = rope_tables(c, hd, max_positions, dtype, self.device)
         self.max_positions = max_positions
-        self.scale = self.head_dim ** -0.5
 
     # ---- batch preparation (once per step, shared by all layers) ----
 
@@ -226,7 +234,7 @@ class LlamaModel:
             return AttnGroup(rows, None, None, True, None, 1, k)
         ctx = span.start + k
         q_pos = torch.arange(span.start, ctx)
-        mask = self._bias(self._visible(q_pos, ctx, ctx)[None])
+        mask = self._visible(q_pos, ctx, ctx)[None, None].to(self.device)  # bool, for SDPA
         kv_index = self._context_slots(span, block_size)[None].to(self.device)
         return AttnGroup(rows, kv_index, mask, False, None, 1, k)
 
@@ -297,10 +305,18 @@ class LlamaModel:
             if g.kv_index is None:  # fresh prompt span: its own K/V, causal (CPU flash kernel)
                 o = F.scaled_dot_product_attention(
                     q[g.token_index].transpose(0, 1)[None], k[g.token_index].transpose(0, 1)[None],
-                    v[g.token_index].transpose(0, 1)[None], is_causal=True, enable_gqa=nh != self.num_kv_heads,
+                    v[g.token_index].transpose(0, 1)[None], is_causal=True, scale=1.0,
+                    enable_gqa=nh != self.num_kv_heads,
                 ).transpose(1, 2).reshape(g.batch * g.qmax, nh * hd)
+            elif g.mask is not None and g.mask.dtype == torch.bool:  # a long span over cached context
+                kv_idx = g.kv_index[0]
+                o = F.scaled_dot_product_attention(
+                    q[g.token_index].transpose(0, 1)[None], k_cache[kv_idx].transpose(0, 1)[None],
+                    v_cache[kv_idx].transpose(0, 1)[None], attn_mask=g.mask, scale=1.0,
+                    enable_gqa=nh != self.num_kv_heads,
+                ).transpose(1, 2).reshape(g.qmax, nh * hd)
             else:
-                o = self._paged_attention(q, k_cache, v_cache, g)
+                o = self._paged_attention(q, k_cache, v_cache, g, out is None)
             if out is None:
                 return o
             if isinstance(g.token_index, slice):
@@ -311,7 +327,7 @@ class LlamaModel:
                 out[g.token_index.flatten()[g.valid]] = o[g.valid]
         return out
 
-    def _paged_attention(self, q, k_cache, v_cache, g: AttnGroup) -> torch.Tensor:
+    def _paged_attention(self, q, k_cache, v_cache, g: AttnGroup, identity: bool) -> torch.Tensor:
         """Spans attending to their cached context, read through the slots in g.kv_index.
 
         Two matmuls and a softmax with the GQA groups folded into the query axis: for short spans this
@@ -319,15 +335,19 @@ class LlamaModel:
         nh, nkv, hd = self.num_heads, self.num_kv_heads, self.head_dim
         grp, b, t = nh // nkv, g.batch, g.qmax
         kmax = g.kv_index.shape[1]
-        idx = g.token_index if isinstance(g.token_index, slice) else g.token_index.flatten()
-        qg = q[idx].view(b, t, nkv, grp, hd).permute(0, 2, 3, 1, 4).reshape(b, nkv, grp * t, hd)
+        if identity:
+            qg = q.view(b, t, nkv, grp, hd)
+        else:
+            idx = g.token_index if isinstance(g.token_index, slice) else g.token_index.flatten()
+            qg = q[idx].view(b, t, nkv, grp, hd)
+        qg = qg.permute(0, 2, 3, 1, 4).reshape(b, nkv, grp * t, hd)
         flat = g.kv_index.flatten()
         kg = k_cache.index_select(0, flat).view(b, kmax, nkv, hd).permute(0, 2, 3, 1)  # [b, kv, hd, kmax]
         vg = v_cache.index_select(0, flat).view(b, kmax, nkv, hd).transpose(1, 2)  # [b, kv, kmax, hd]
-        scores = torch.matmul(qg, kg).float() * self.scale
+        scores = torch.matmul(qg, kg)  # q carries the 1/sqrt(head_dim) scale already
         if g.mask is not None:
             scores = (scores.view(b, nkv, grp, t, kmax) + g.mask[:, None, None]).view(b, nkv, grp * t, kmax)
-        probs = scores.softmax(-1).to(q.dtype)
+        probs = scores.softmax(-1, dtype=torch.float32).to(q.dtype)
         o = torch.matmul(probs, vg)  # [b, kv, grp * t, hd]
         return o.view(b, nkv, grp, t, hd).permute(0, 3, 1, 2, 4).reshape(b * t, nh * hd)
 
