@@ -30,9 +30,9 @@ from harness.formats import whole
 
 FORMATS = ["whole", "udiff", "search_replace"]
 CALIBRATION_TOKENS = 16
-QUICK_TARGET_LINES = (20, 80, 250, 700)  # one task nearest each size: small to mid-size files
-QUICK_MAX_REPLY_TOKENS = 192
-QUICK_REPLAY_TASKS = 2
+QUICK_TARGET_LINES = (20, 80, 250)  # one task nearest each size: small to mid-size files
+QUICK_MAX_REPLY_TOKENS = 128
+QUICK_REPLAY_TASKS = 1
 
 
 @dataclass
@@ -43,6 +43,7 @@ class DecodeCostConfig:
     quick: bool = False
     max_reply_tokens: int | None = None
     replay: bool = True
+    replay_off_tasks: int | None = None  # tasks that also get the cache-off replay (None: all replayed tasks)
     speculative: bool | None = None
     dtype: str = "auto"
     threads: int | None = None  # CPU threads for torch (None: the engine's default); 1 is steadier on a busy box
@@ -88,6 +89,16 @@ def pick_quick(prepared_sizes: dict[str, int], count: int = len(QUICK_TARGET_LIN
         if left:
             chosen.append(min(left, key=lambda t: (abs(left[t] - target), t)))
     return sorted(chosen, key=lambda t: prepared_sizes[t])
+
+
+def spread(ids: list[str], count: int | None) -> list[str]:
+    """`count` ids evenly spread over `ids` (all when count is None)."""
+    if count is None or count >= len(ids):
+        return list(ids)
+    if count <= 0:
+        return []
+    step = (len(ids) - 1) / max(1, count - 1)
+    return list(dict.fromkeys(ids[round(i * step)] for i in range(count)))
 
 
 def edited_sizes(tasks: list[Task]) -> dict[str, int]:
@@ -170,18 +181,18 @@ def _decode_steps(completion_tokens: int) -> int:
 
 
 def measure_task(engine, prep: PreparedTask, formats: list[str], cap: int | None, model: str, speculative,
-                 salt: str) -> list[dict]:
-    """Forced decode of each format's gold reply. `salt` scopes the prefix cache to this eval run, so what
-    ran before in the process (e.g. the demo's agent) cannot serve these prompts."""
-    rows = []
+                 salt: str):
+    """Forced decode of each format's gold reply: one row per format, yielded as it finishes. `salt` scopes
+    the prefix cache to this eval run, so what ran before in the process (e.g. the demo's agent) cannot
+    serve these prompts."""
     s_per_token = None
     for fmt in formats:
         prompt = step1_prompt(prep.workspace, fmt, prep.task.spec.description, prep.test_command, prep.tests)
         prompt_ids = engine.apply_chat_template(prompt.messages)
         reply_ids = reply_token_ids(engine, prep.replies[fmt])
         if not fits(engine, prompt_ids):
-            rows.append(skipped_row(prep, fmt, model, f"prompt of {len(prompt_ids)} tokens does not fit the "
-                                    f"model's {engine.max_model_len}-token context"))
+            yield skipped_row(prep, fmt, model, f"prompt of {len(prompt_ids)} tokens does not fit the "
+                              f"model's {engine.max_model_len}-token context")
             continue
         # like the agent: with speculation, a `whole` reply is predicted to be the files as they are now
         prediction = whole.render(prep.before) if fmt == "whole" and speculative else None
@@ -189,7 +200,7 @@ def measure_task(engine, prep: PreparedTask, formats: list[str], cap: int | None
         if s_per_token is None:
             s_per_token = seconds_per_token(engine, prompt_ids, cache_salt=salt)
         m = out.metrics
-        rows.append({
+        yield {
             "kind": "decode_cost", "task": prep.task.id, "format": fmt, "model": model,
             "speculative": speculative, "edited_file": prep.edited_path,
             "edited_file_lines": prep.edited_file_lines, "prompt_tokens": m.prompt_tokens,
@@ -200,15 +211,18 @@ def measure_task(engine, prep: PreparedTask, formats: list[str], cap: int | None
             "ttft_s": m.ttft_s, "prefill_s": m.prefill_s, "decode_s": m.decode_s, "s_per_token": s_per_token,
             "predicted_decode_s": s_per_token * _decode_steps(m.completion_tokens),
             "forced_matches": list(out.token_ids) == reply_ids[:forced], "prediction": prediction is not None,
-        })
-    return rows
+        }
 
 
-def replay_task(engine, prep: PreparedTask, model: str) -> list[dict]:
-    """The 3-step transcript in udiff, with the prefix cache on (one salt per transcript) and off."""
+def replay_task(engine, prep: PreparedTask, model: str, with_off: bool = True) -> list[dict]:
+    """The 3-step transcript in udiff, with the prefix cache on (one salt per transcript) and off.
+
+    With the cache on, each step's reply is force-decoded in full so its KV is there for the next step, as
+    in a live run (the last reply feeds no next step: one token is enough). With it off, only the prefill
+    is of interest, so each step decodes one token."""
     steps = replay_transcript(prep.workspace, prep.edited_path, prep.replies["udiff"])
     rows = []
-    for cache in ("on", "off"):
+    for cache in ("on", "off") if with_off else ("on",):
         prompt = step1_prompt(prep.workspace, "udiff", prep.task.spec.description, prep.test_command, prep.tests)
         salt_on = f"replay-{prep.task.id}-{uuid.uuid4().hex}"
         for number, step in enumerate(steps, 1):
@@ -219,7 +233,8 @@ def replay_task(engine, prep: PreparedTask, model: str) -> list[dict]:
                                             f"prompt of {len(prompt_ids)} tokens does not fit the context"))
                 break
             salt = salt_on if cache == "on" else uuid.uuid4().hex  # a fresh salt can never hit
-            out, _ = force(engine, prompt_ids, reply_token_ids(engine, step.reply), cap=None, cache_salt=salt)
+            cap = None if cache == "on" and number < len(steps) else 1
+            out, _ = force(engine, prompt_ids, reply_token_ids(engine, step.reply), cap=cap, cache_salt=salt)
             m = out.metrics
             rows.append({
                 "kind": "replay", "task": prep.task.id, "model": model, "format": "udiff", "step": number,
@@ -265,9 +280,10 @@ def run_decode_cost_eval(config: DecodeCostConfig, engine=None) -> dict:
             picked = pick_quick(sizes)
             tasks = [t for t in tasks if t.id in picked]
         cap = cap or QUICK_MAX_REPLY_TOKENS
-    replay_ids = {t.id for t in tasks[:QUICK_REPLAY_TASKS]} if config.quick else {t.id for t in tasks}
+    replay_ids = [t.id for t in tasks[:QUICK_REPLAY_TASKS]] if config.quick else [t.id for t in tasks]
     if not config.replay:
-        replay_ids = set()
+        replay_ids = []
+    off_ids = set(spread(replay_ids, config.replay_off_tasks))
 
     out_dir = Path(config.out_dir)
     out_dir.mkdir(parents=True, exist_ok=True)
@@ -290,7 +306,7 @@ def run_decode_cost_eval(config: DecodeCostConfig, engine=None) -> dict:
                     progress.advance(bar)
                 if task.id in replay_ids:
                     progress.update(bar, description=f"{task.id}: replay")
-                    replay_rows = replay_task(engine, prep, model)
+                    replay_rows = replay_task(engine, prep, model, with_off=task.id in off_ids)
                     for row in replay_rows:
                         append_row(results, row)
                     progress.advance(bar, 6)
