@@ -101,3 +101,15 @@ def test_cli_decode_cost_caps_replies_and_rejects_bad_formats(tiny_model, tmp_pa
     assert "decode cost: summary" in capsys.readouterr().out
     assert main(["eval", "decode-cost", "--model", str(tiny_model), "--formats", "nope", "--out", str(out)]) == 1
     assert "unknown formats" in capsys.readouterr().err
+
+
+def test_speculation_shows_in_passes_and_accepted_drafts(tiny_model, tmp_path):
+    # the whole-file reply repeats the file the prompt shows: prompt-lookup / prediction drafts are accepted
+    out = tmp_path / "spec"
+    assert main(["eval", "decode-cost", "--model", str(tiny_model), "--tasks", TASK, "--no-replay", "--formats",
+                 "whole", "--speculative", "--dtype", "float32", "--threads", "1", "--out", str(out)]) == 0
+    (row,) = [json.loads(line) for line in (out / "results.jsonl").read_text().splitlines()]
+    assert row["speculative"] and row["prediction"] and row["forced_matches"]
+    assert row["completion_tokens"] == row["reply_tokens"]
+    assert row["accepted_draft_tokens"] > 0
+    assert row["decode_passes"] < row["completion_tokens"] - 1
