@@ -22,6 +22,8 @@ def register(subparsers) -> None:
     p.add_argument("--max-steps", type=int, default=6, help="model calls at most (default: %(default)s)")
     p.add_argument("--max-tokens", type=int, default=1024, help="tokens per reply at most (default: %(default)s)")
     p.add_argument("--trace", type=Path, default=None, help="write one JSON line per step here")
+    p.add_argument("--threads", type=int, default=None,
+                   help="CPU threads for a local/ model's engine (default: torch's; 1 is steadier on a busy box)")
     p.add_argument("--dry-run", action="store_true", help="show the first applicable edits without writing them")
     where = p.add_mutually_exclusive_group()
     where.add_argument("--allow-dirty", action="store_true", help="edit a git checkout with uncommitted changes")
@@ -36,9 +38,13 @@ def run(args: argparse.Namespace) -> int:
     if not args.path.is_dir():
         print(f"deltaserve fix: {args.path} is not a directory", file=sys.stderr)
         return 2
-    if args.max_steps < 1 or args.max_tokens < 1:
-        print("deltaserve fix: --max-steps and --max-tokens must be at least 1", file=sys.stderr)
+    if args.max_steps < 1 or args.max_tokens < 1 or (args.threads is not None and args.threads < 1):
+        print("deltaserve fix: --max-steps, --max-tokens and --threads must be at least 1", file=sys.stderr)
         return 2
+    if args.threads is not None and args.model.startswith("local/"):
+        from harness.client import local_engine
+
+        local_engine(args.model.removeprefix("local/"), num_threads=args.threads)  # built once, with this setting
     workspace = make_copy(args.path) if args.copy else args.path
     if args.copy:
         print(f"working on a copy: {workspace}")

@@ -16,7 +16,7 @@ def test_help_lists_every_option(capsys):
         assert exc.code == 0
     text = capsys.readouterr().out
     for option in ["--task", "--test-cmd", "--model", "--api-base", "--format", "--max-steps", "--max-tokens",
-                   "--trace", "--dry-run", "--allow-dirty", "--copy"]:
+                   "--trace", "--dry-run", "--allow-dirty", "--copy", "--threads"]:
         assert option in text
 
 
@@ -43,3 +43,4 @@ def test_copy_with_an_unreachable_model_ends_cleanly(project, test_cmd, tmp_path
 def test_bad_arguments(project, capsys):
     assert main(["fix", str(project / "missing"), "--task", "x"]) == 2
     assert main(["fix", str(project), "--task", "x", "--max-steps", "0"]) == 2
+    assert main(["fix", str(project), "--task", "x", "--threads", "0"]) == 2
