@@ -73,7 +73,10 @@ class Engine:
         loaded.weights = {}  # the model holds its own (fused, cast) copies
         m = self.model
         per_block = bytes_per_block(m.num_layers, config.block_size, m.num_kv_heads, m.head_dim, self.dtype)
-        num_blocks = config.num_blocks or default_num_blocks(per_block, self.device, config.kv_cache_memory_mb)
+        num_blocks = config.num_blocks
+        if num_blocks is None:  # a memory budget, but no more than max_num_seqs full-length sequences need
+            useful = config.max_num_seqs * -(-max_positions // config.block_size)
+            num_blocks = min(useful, default_num_blocks(per_block, self.device, config.kv_cache_memory_mb))
         self.max_model_len = min(max_positions, num_blocks * config.block_size)
         self.kv = KVCache(m.num_layers, num_blocks, config.block_size, m.num_kv_heads, m.head_dim,
                           self.dtype, self.device)
