@@ -38,7 +38,7 @@ def render(files: dict[str, str | None]) -> str:
         if content is None:
             continue
         fence = "```"
-        while any(line.startswith(fence) for line in content.splitlines()):
+        while any(line.lstrip().startswith(fence) for line in content.split("\n")):
             fence += "`"
         body = content if content.endswith("\n") or not content else content + "\n"
         blocks.append(f"{path}\n{fence}\n{body}{fence}")
@@ -56,7 +56,7 @@ def _path_from(line: str) -> str | None:
 
 def parse(reply: str) -> list[WholeFile]:
     """Every fenced block preceded by a line naming a path; prose and unnamed blocks are ignored."""
-    lines = reply.splitlines()
+    lines = reply.split("\n")
     edits: dict[str, str] = {}
     i = 0
     while i < len(lines):
@@ -69,8 +69,7 @@ def parse(reply: str) -> list[WholeFile]:
         previous = next((lines[j] for j in range(i - 1, -1, -1) if lines[j].strip()), "")
         path = _path_from(previous)
         if path is not None:
-            body = "\n".join(lines[i + 1 : end])
-            edits[path] = body + "\n" if body else ""
+            edits[path] = "".join(line + "\n" for line in lines[i + 1 : end])
         i = end + 1
     return [WholeFile(path, content) for path, content in edits.items()]
 
