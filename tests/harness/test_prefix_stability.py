@@ -5,6 +5,8 @@ exactly what the engine's prefix cache holds after serving that step."""
 import io
 
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 from rich.console import Console
 
 from harness import Agent
@@ -59,3 +61,20 @@ def test_remote_names_of_our_models_count_with_the_same_tokenizer(engine):
     assert served.count(text) == TokenCounter("local/smollm2-135m").count(text) == len(
         engine.tokenizer.encode(text, add_special_tokens=False))
     assert TokenCounter("openai/gpt-4o-mini").tokenizer is None  # litellm counts those
+
+
+@settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(reply=st.text(max_size=60), feedback=st.text(max_size=20))
+def test_prefix_holds_for_any_reply_text(engine, reply, feedback):
+    """Whatever the model writes (leading whitespace, unicode, stray newlines), the next prompt starts with
+    this prompt + the reply's tokens + the end-of-turn token."""
+    from harness.prompt import Prompt
+
+    p = Prompt("FORMAT", "CONTEXT", "TASK")
+    before = engine.apply_chat_template(p.messages)
+    p.add_reply(reply)
+    p.add_feedback(feedback)
+    after = engine.apply_chat_template(p.messages)
+    expected = before + engine.tokenizer.encode(reply.lstrip(), add_special_tokens=False) + [
+        engine.tokenizer.convert_tokens_to_ids("<|im_end|>")]
+    assert after[: len(expected)] == expected
