@@ -158,7 +158,15 @@ def _shift_for_added(hunk: Hunk, window: list[str]) -> Shift | None:
         i += 1
     if any(h.strip() and f.strip() for h, f in removed):
         return _consistent_shift(removed, context=False)
-    return _consistent_shift(context, context=True)  # no non-blank removed line to measure by
+    # No non-blank removed line to measure by: use the context lines. An odd space shift there (other than
+    # the +1 handled as "lost its leading space") may be a real shift plus a lost diff prefix, or a
+    # 3-space codebase: the added lines' indentation would be a guess, so no shift is offered.
+    shift = _consistent_shift(context, context=True)
+    if shift is not None and not shift.tabs and not shift.spaces:
+        signed = len(shift.add) - shift.remove
+        if signed % 2 and set(shift.add) <= {" "}:
+            return None
+    return shift
 
 
 def _key_exact(s: str) -> str:
@@ -342,6 +350,15 @@ def locate(file_lines: list[str], hunk: Hunk, taken: list[tuple[int, int]], hint
         if _overlaps(pos, 0, taken):
             raise HunkError("it inserts inside a region another hunk already changes")
         return Match(pos, 0, "line-number")
+    if not any(t.strip() for t in src):
+        # Only blank context: blank lines are everywhere, so content cannot place it; the line number can,
+        # if the file has blank lines there too.
+        if hint is not None and hint + n <= len(file_lines) and not any(x.strip() for x in file_lines[hint : hint + n]) \
+                and not _overlaps(hint, n, taken):
+            return Match(hint, n, "line-number")
+        raise HunkError("its context/removed lines are all blank, so only its @@ line number could place it, and "
+                        "the file has no blank lines there; include some non-blank unchanged lines",
+                        closest_excerpt(file_lines, src))
     if n > len(file_lines):
         raise HunkError(f"it expects {n} source lines but the file has only {len(file_lines)}",
                         closest_excerpt(file_lines, src))

@@ -327,6 +327,14 @@ BAD = [
     Bad("binary_patch", {"logo.png": b"\x89PNG\r\n\x1a\n\x00"},
         "diff --git a/logo.png b/logo.png\nindex 1234567..89abcde 100644\nBinary files a/logo.png and b/logo.png differ\n",
         ["logo.png: binary patches are not supported"]),
+    Bad("blank_only_context_far_from_its_line", {"b.txt": "a\n\n\nb\nc\nd\n"},
+        "--- a/b.txt\n+++ b/b.txt\n@@ -5,1 +5,2 @@\n \n+new\n",
+        ["all blank", "only its @@ line number"]),
+    Bad("added_lines_indent_unknowable", {"m.py": "class A:\n    def f(self):\n        pass\n"},
+        # Context 3 spaces shallower than the file and nothing removed: a 4-space shift plus a lost diff
+        # prefix, or a 3-space codebase? The added line's indentation would be a guess.
+        "--- a/m.py\n+++ b/m.py\n@@ -2,2 +2,3 @@\n  def f(self):\n      pass\n+    return 1\n",
+        ["not found"]),
     Bad("symlink_escape", {"calc.py": CALC},
         "--- a/link/passwd\n+++ b/link/passwd\n@@ -1 +1 @@\n-root\n+evil\n",
         ["outside the workspace"]),
