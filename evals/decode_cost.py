@@ -299,7 +299,13 @@ def run_decode_cost_eval(config: DecodeCostConfig, engine=None) -> dict:
             bar = progress.add_task("decode cost", total=len(tasks) * len(formats) + 6 * len(replay_ids))
             for task in tasks:
                 progress.update(bar, description=f"{task.id}: prepare")
-                prep = prepare_task(task, formats, tmp)
+                try:
+                    prep = prepare_task(task, formats, tmp)
+                except ValueError as exc:  # GoldReplyError, PatchError: this task cannot be measured
+                    append_row(results, {"kind": "skipped", "task": task.id, "format": "all", "model": model,
+                                         "reason": f"gold replies: {exc}"})
+                    progress.advance(bar, len(formats) + (6 if task.id in replay_ids else 0))
+                    continue
                 progress.update(bar, description=f"{task.id}: forced decode")
                 for row in measure_task(engine, prep, formats, cap, model, speculative, salt):
                     append_row(results, row)

@@ -7,7 +7,7 @@ files. A reply that fails the round trip is an error, never a silently wrong mea
 - udiff: the gold diff as the udiff format asks for it (`--- a/` / `+++ b/` headers and hunks, no git
   `diff --git`/`index` lines) in a ```diff fence.
 - search_replace: one block per changed region (difflib opcodes), its SEARCH grown by context lines
-  until it is unique in the file, as the format's instructions ask ("short but unique").
+  until it is unique in the file as the earlier blocks leave it, as the format asks ("short but unique").
 - whole: the udiff format's `counterfactual` of the gold edits, i.e. exactly what the agent's
   accounting counts as the whole-file reply.
 """
@@ -56,36 +56,41 @@ def udiff_reply(gold_diff: str) -> str:
 
 
 def _unique(lines: list[str], start: int, end: int) -> bool:
-    """Whether lines[start:end] (non-empty) occurs exactly once in `lines`."""
-    needle = lines[start:end]
-    if not needle or not "".join(needle).strip():
+    """Whether lines[start:end] (non-blank) occurs exactly once in `lines`, compared the way tools.patch
+    matches SEARCH text (leading and trailing whitespace ignored), so the block can never be ambiguous."""
+    needle = [ln.strip() for ln in lines[start:end]]
+    if not "".join(needle):
         return False
+    stripped = [ln.strip() for ln in lines]
     width = len(needle)
-    return sum(1 for i in range(len(lines) - width + 1) if lines[i : i + width] == needle) == 1
+    return sum(1 for i in range(len(lines) - width + 1) if stripped[i : i + width] == needle) == 1
 
 
-def _regions(old: list[str], new: list[str]) -> list[tuple[int, int, int, int]]:
-    """Changed regions (i1, i2, j1, j2), each widened by context until its old lines are unique in the file;
-    regions whose widened old ranges touch are merged (a file's blocks must not overlap)."""
-    regions: list[list[int]] = []
+def _blocks(old: list[str], new: list[str]) -> list[tuple[list[str], list[str]]]:
+    """(search, replace) line lists, one per changed region, in file order.
+
+    tools.patch applies blocks one after another, so each SEARCH must be unique in the file as the earlier
+    blocks left it: the regions are walked over that evolving text, each grown by context lines (alternately
+    before and after) until it matches exactly one place."""
+    current = list(old)
+    delta = 0  # how far earlier replacements shifted old line numbers in `current`
+    blocks = []
     for tag, i1, i2, j1, j2 in difflib.SequenceMatcher(a=old, b=new, autojunk=False).get_opcodes():
         if tag == "equal":
             continue
-        grow_before = True
-        while not _unique(old, i1, i2):
-            can_before, can_after = i1 > 0, i2 < len(old)
-            if not (can_before or can_after):
-                break
-            if (grow_before and can_before) or not can_after:
-                i1, j1 = i1 - 1, j1 - 1
+        c1, c2 = i1 + delta, i2 + delta
+        a, b, grow_before = c1, c2, True
+        while not _unique(current, a, b) and (a > 0 or b < len(current)):
+            if (grow_before and a > 0) or b >= len(current):
+                a -= 1
             else:
-                i2, j2 = i2 + 1, j2 + 1
+                b += 1
             grow_before = not grow_before
-        if regions and i1 <= regions[-1][1]:
-            regions[-1][1], regions[-1][3] = max(regions[-1][1], i2), max(regions[-1][3], j2)
-        else:
-            regions.append([i1, i2, j1, j2])
-    return [tuple(r) for r in regions]
+        replace = current[a:c1] + new[j1:j2] + current[c2:b]
+        blocks.append((current[a:b], replace))
+        current[a:b] = replace
+        delta += (j2 - j1) - (i2 - i1)
+    return blocks
 
 
 def search_replace_reply(edit: GoldEdit) -> str:
@@ -93,10 +98,9 @@ def search_replace_reply(edit: GoldEdit) -> str:
     for path, after in edit.after.items():
         if after is None or path not in edit.before:
             raise GoldReplyError(f"{path}: search_replace cannot create or delete files")
-        old, new = edit.before[path].splitlines(), after.splitlines()
-        for i1, i2, j1, j2 in _regions(old, new):
-            search, replace = "\n".join(old[i1:i2]), "\n".join(new[j1:j2])
-            blocks.append(f"{path}\n```\n<<<<<<< SEARCH\n{search}\n=======\n{replace}\n>>>>>>> REPLACE\n```")
+        for search, replace in _blocks(edit.before[path].splitlines(), after.splitlines()):
+            search_text, replace_text = "\n".join(search), "\n".join(replace)
+            blocks.append(f"{path}\n```\n<<<<<<< SEARCH\n{search_text}\n=======\n{replace_text}\n>>>>>>> REPLACE\n```")
     return "\n\n".join(blocks)
 
 

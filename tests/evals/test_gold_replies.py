@@ -56,3 +56,15 @@ def test_replay_transcript_second_reply_really_fails(copy):
         udiff.apply(udiff.parse(steps[1].reply), ws, dry_run=True)
     assert "could not be applied" in steps[1].feedback
     assert steps[2].reply == replies["udiff"] and steps[2].feedback == ""
+
+
+def test_search_replace_blocks_stay_unique_after_earlier_blocks_apply(tmp_path):
+    # block 1 turns `r = f()` into `r = g()`, so block 2's `r = g()` alone would match twice by then
+    before = "p = 1\nr = f()\nq = 2\n    r = g()\n"
+    after = "p = 1\nr = g()\nq = 2\n    r = h()\n"
+    (tmp_path / "m.py").write_text(before)
+    reply = search_replace_reply(GoldEdit(before={"m.py": before}, after={"m.py": after}))
+    fmt = formats.get("search_replace")
+    blocks = fmt.parse(reply)
+    assert [b.search.strip().splitlines() for b in blocks] == [["r = f()"], ["q = 2", "r = g()"]]
+    assert fmt.apply(blocks, Workspace(tmp_path), dry_run=True).new_contents == {"m.py": after}
