@@ -27,6 +27,7 @@ from evals.results import append_row, load_rows
 from evals.task_suite import Task, load_tasks
 from evals.transcript import replay_transcript, step1_prompt
 from harness.formats import whole
+from harness.prompt import Prompt
 
 FORMATS = ["whole", "udiff", "search_replace"]
 CALIBRATION_TOKENS = 16
@@ -179,6 +180,26 @@ def _decode_steps(completion_tokens: int) -> int:
 
 # ---------------------------------------------------------------- the eval
 
+MIN_CONTEXT_SCALE = 0.1
+REPLY_ROOM = 256  # tokens kept free after the step-1 prompt: most diff replies fit; whole ones are capped
+
+
+def prompts_at(engine, prep: PreparedTask, formats: list[str], scale: float) -> dict[str, list[int]]:
+    return {fmt: engine.apply_chat_template(step1_prompt(prep.workspace, fmt, prep.task.spec.description,
+                                                         prep.test_command, prep.tests, scale).messages)
+            for fmt in formats}
+
+
+def fitting_scale(engine, build, room: int) -> float | None:
+    """The largest context scale (1, 0.8, 0.64, ...) at which every prompt `build(scale)` returns leaves `room`
+    tokens free in the model's context: the harness's context caps, shrunk only as far as the model needs."""
+    scale = 1.0
+    while scale >= MIN_CONTEXT_SCALE:
+        if all(len(ids) + room <= engine.max_model_len for ids in build(scale)):
+            return scale
+        scale *= 0.8
+    return None
+
 
 def measure_task(engine, prep: PreparedTask, formats: list[str], cap: int | None, model: str, speculative,
                  salt: str):
@@ -186,14 +207,16 @@ def measure_task(engine, prep: PreparedTask, formats: list[str], cap: int | None
     the prefix cache to this eval run, so what ran before in the process (e.g. the demo's agent) cannot
     serve these prompts."""
     s_per_token = None
+    room = min(REPLY_ROOM, engine.max_model_len // 4)
+    scale = fitting_scale(engine, lambda sc: prompts_at(engine, prep, formats, sc).values(), room)
+    if scale is None:
+        for fmt in formats:
+            yield skipped_row(prep, fmt, model, f"no prompt fits the model's {engine.max_model_len}-token context")
+        return
+    prompts = prompts_at(engine, prep, formats, scale)
     for fmt in formats:
-        prompt = step1_prompt(prep.workspace, fmt, prep.task.spec.description, prep.test_command, prep.tests)
-        prompt_ids = engine.apply_chat_template(prompt.messages)
+        prompt_ids = prompts[fmt]
         reply_ids = reply_token_ids(engine, prep.replies[fmt])
-        if not fits(engine, prompt_ids):
-            yield skipped_row(prep, fmt, model, f"prompt of {len(prompt_ids)} tokens does not fit the "
-                              f"model's {engine.max_model_len}-token context")
-            continue
         # like the agent: with speculation, a `whole` reply is predicted to be the files as they are now
         prediction = whole.render(prep.before) if fmt == "whole" and speculative else None
         out, forced = force(engine, prompt_ids, reply_ids, cap, cache_salt=salt, prediction=prediction)
@@ -211,6 +234,7 @@ def measure_task(engine, prep: PreparedTask, formats: list[str], cap: int | None
             "ttft_s": m.ttft_s, "prefill_s": m.prefill_s, "decode_s": m.decode_s, "s_per_token": s_per_token,
             "predicted_decode_s": s_per_token * _decode_steps(m.completion_tokens),
             "forced_matches": list(out.token_ids) == reply_ids[:forced], "prediction": prediction is not None,
+            "context_scale": scale,
         }
 
 
@@ -221,9 +245,24 @@ def replay_task(engine, prep: PreparedTask, model: str, with_off: bool = True) -
     in a live run (the last reply feeds no next step: one token is enough). With it off, only the prefill
     is of interest, so each step decodes one token."""
     steps = replay_transcript(prep.workspace, prep.edited_path, prep.replies["udiff"])
+
+    def transcript(scale: float) -> Prompt:
+        return step1_prompt(prep.workspace, "udiff", prep.task.spec.description, prep.test_command, prep.tests,
+                            scale)
+
+    def step_prompts(scale: float) -> list[list[int]]:
+        prompt, out = transcript(scale), []
+        for step in steps:
+            out.append(engine.apply_chat_template(prompt.messages))
+            prompt.add_reply(step.reply)
+            if step.feedback:
+                prompt.add_feedback(step.feedback)
+        return out
+
+    scale = fitting_scale(engine, step_prompts, room=2) or MIN_CONTEXT_SCALE
     rows = []
     for cache in ("on", "off") if with_off else ("on",):
-        prompt = step1_prompt(prep.workspace, "udiff", prep.task.spec.description, prep.test_command, prep.tests)
+        prompt = transcript(scale)
         salt_on = f"replay-{prep.task.id}-{uuid.uuid4().hex}"
         for number, step in enumerate(steps, 1):
             prompt_ids = engine.apply_chat_template(prompt.messages)
@@ -240,7 +279,7 @@ def replay_task(engine, prep: PreparedTask, model: str, with_off: bool = True) -
                 "kind": "replay", "task": prep.task.id, "model": model, "format": "udiff", "step": number,
                 "cache": cache, "prompt_tokens": m.prompt_tokens, "cached_tokens": m.cached_tokens,
                 "prefill_tokens_computed": m.prefill_tokens_computed, "ttft_s": m.ttft_s, "prefill_s": m.prefill_s,
-                "completion_tokens": m.completion_tokens,
+                "completion_tokens": m.completion_tokens, "context_scale": scale,
             })
             prompt.add_reply(step.reply)
             if step.feedback:

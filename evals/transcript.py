@@ -17,10 +17,14 @@ from harness.prompt import Prompt
 from tools.patch import PatchError
 
 
-def step1_prompt(workspace, fmt_name: str, description: str, test_command: str, tests) -> Prompt:
-    """The prompt the agent sends at step 1 (harness/agent.py `Agent.run`), given the step-0 TestResult."""
+def step1_prompt(workspace, fmt_name: str, description: str, test_command: str, tests,
+                 context_scale: float = 1.0) -> Prompt:
+    """The prompt the agent sends at step 1 (harness/agent.py `Agent.run`), given the step-0 TestResult.
+    `context_scale` < 1 shrinks the harness's context size caps, for models whose context is too small."""
     fmt = formats.get(fmt_name)
-    files = context.gather(workspace, description.strip(), tests.output)
+    files = context.gather(workspace, description.strip(), tests.output,
+                           max_file_chars=int(context.MAX_FILE_CHARS * context_scale),
+                           max_total_chars=int(context.MAX_TOTAL_CHARS * context_scale))
     task_text = f"Task: {description.strip()}\n\n{describe_tests(tests, test_command)}"
     return Prompt(fmt.instructions(), context.render(files, fmt.NUMBERED_CONTEXT), task_text)
 
