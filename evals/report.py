@@ -93,7 +93,8 @@ def decode_table(rows: list[dict]) -> str:
     cols: dict[str, list] = defaultdict(list)
     for task, per in ordered:
         any_row = per.get("udiff") or next(iter(per.values()))
-        line = [task, _fmt(any_row["edited_file_lines"]), _fmt(any_row["prompt_tokens"])]
+        trimmed = "†" if any(r.get("context_scale", 1.0) < 1.0 for r in per.values()) else ""
+        line = [task + trimmed, _fmt(any_row["edited_file_lines"]), _fmt(any_row["prompt_tokens"])]
         cols["file lines"].append(any_row["edited_file_lines"])
         cols["prompt (udiff)"].append(any_row["prompt_tokens"])
         for f in fmts:
@@ -122,6 +123,12 @@ def decode_table(rows: list[dict]) -> str:
     ]
     body.append(medians)
     text = _md_table(header, body)
+    scales = [r["context_scale"] for r in rows_of(rows, "decode_cost") if r.get("context_scale", 1.0) < 1.0]
+    if scales:
+        text += (
+            "\n\n`†` the harness's repository-context caps were shrunk (to x"
+            f"{min(scales):.2f} at most) so the step-1 prompt fits the model's context with room for the reply."
+        )
     if any(r.get("capped") for r in rows_of(rows, "decode_cost")):
         text += (
             "\n\n`*` capped: the reply did not fit the model's context (or the --max-reply-tokens cap), so only its "
