@@ -22,6 +22,8 @@ SUPPORTED_ARCHS = ("llama", "mistral", "qwen2", "qwen3")
 # Spans up to this length are batched into one padded attention call (decode and verify spans);
 # longer ones (prefill chunks) get their own call so nobody pays for their padding.
 MAX_BATCHED_SPAN = 16
+# A longer span over cached context still uses the matmul attention up to this length, then SDPA.
+MAX_MATMUL_SPAN = 128
 
 
 @dataclass
@@ -234,7 +236,11 @@ class LlamaModel:
             return AttnGroup(rows, None, None, True, None, 1, k)
         ctx = span.start + k
         q_pos = torch.arange(span.start, ctx)
-        mask = self._visible(q_pos, ctx, ctx)[None, None].to(self.device)  # bool, for SDPA
+        visible = self._visible(q_pos, ctx, ctx)
+        if k <= MAX_MATMUL_SPAN:  # e.g. a new chat turn over a cached conversation: matmul attention
+            return AttnGroup(rows, self._context_slots(span, block_size)[None].to(self.device),
+                             self._bias(visible[None]), False, None, 1, k)
+        mask = visible[None, None].to(self.device)  # bool, for SDPA (flash kernel: no k x ctx scores)
         kv_index = self._context_slots(span, block_size)[None].to(self.device)
         return AttnGroup(rows, kv_index, mask, False, None, 1, k)
 

@@ -88,3 +88,15 @@ def test_untied_lm_head_and_rope_scaling(tmp_path):
     ids = list(range(100, 140))
     got = run(ours, kv, [Span(ids, 0, [0, 1, 2], list(range(40)))])
     torch.testing.assert_close(got, reference(hf, ids), atol=ATOL, rtol=1e-4)
+
+
+@pytest.mark.parametrize("arch", ["llama", "qwen3"])
+def test_long_chunk_over_cached_context(tiny_dirs, arch):
+    """A >128-token chunk after a cached prefix takes the SDPA-with-mask path."""
+    ours, hf, kv = build(tiny_dirs[arch])
+    ids = torch.randint(0, 49152, (200,), generator=torch.Generator().manual_seed(4)).tolist()
+    ref = reference(hf, ids)
+    blocks = list(range(19, 32))
+    run(ours, kv, [Span(ids[:40], 0, blocks, [])])
+    got = run(ours, kv, [Span(ids[40:], 40, blocks, list(range(160)))])
+    torch.testing.assert_close(got, ref[40:], atol=ATOL, rtol=1e-4)
