@@ -75,7 +75,8 @@ def table(title: str, header: list[str], rows: list[list]) -> str:
 def bench_engine(model: str, dtypes: list[str], threads: int, repeats: int) -> None:
     torch.set_num_threads(threads)
     for dtype in dtypes:
-        eng = Engine.from_pretrained(model, dtype=dtype, enable_prefix_caching=False, max_num_batched_tokens=2048)
+        eng = Engine.from_pretrained(model, dtype=dtype, enable_prefix_caching=False, max_num_batched_tokens=2048,
+                                    speculative=False)  # plain decode, like HF generate
         hf = hf_model(model, dtype)
         short, long = synthetic_prompt(eng, 50), synthetic_prompt(eng, 2000)
         ours_prefill_decode(eng, short)  # warm-up both
@@ -122,7 +123,7 @@ def agent_messages(eng: Engine, context_tokens: int) -> list[dict]:
 def bench_prefix(model: str, dtype: str, threads: int, reply_tokens: int = 32) -> None:
     torch.set_num_threads(threads)
     cached = Engine.from_pretrained(model, dtype=dtype)
-    plain = Engine.from_pretrained(model, dtype=dtype, enable_prefix_caching=False)
+    plain = Engine.from_pretrained(model, dtype=dtype, enable_prefix_caching=False, speculative=False)
     hf = hf_model(model, dtype)
     messages = agent_messages(cached, 2000)
     cached.generate(cached.apply_chat_template(messages[:1] + [{"role": "user", "content": "hi"}]),
@@ -147,7 +148,7 @@ def bench_prefix(model: str, dtype: str, threads: int, reply_tokens: int = 32) -
           f"({s.prefix_cache_hits / max(1, s.prefix_cache_queries):.0%})")
 
     # throughput: 8 different prompts x 128 new tokens, concurrently vs one at a time
-    tp = Engine.from_pretrained(model, dtype=dtype, enable_prefix_caching=False)
+    tp = Engine.from_pretrained(model, dtype=dtype, enable_prefix_caching=False, speculative=False)
     text = tp.tokenizer.decode(synthetic_prompt(tp, 8 * 60))
     prompts = [tp.tokenizer(text[i * 200:(i + 1) * 200])["input_ids"] for i in range(8)]
     params = SamplingParams(max_tokens=128, ignore_eos=True)

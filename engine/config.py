@@ -23,13 +23,13 @@ class EngineConfig(BaseModel):
     max_model_len: int | None = Field(default=None, ge=2)  # capped by the model and by the pool size
 
     # Scheduler: token budget of one forward pass (the chunked-prefill chunk) and the batch cap.
-    max_num_batched_tokens: int = Field(default=1024, ge=1)
+    max_num_batched_tokens: int = Field(default=2048, ge=1)
     max_num_seqs: int = Field(default=16, ge=1)
     enable_prefix_caching: bool = True
     scheduling_policy: Literal["fcfs", "cache_aware"] = "fcfs"
 
     # Speculative decoding (engine/speculative.py): drafts verified in one forward pass.
-    speculative: bool = False
+    speculative: bool = True  # on by default: wins on engine/bench_speculative.py (edits), neutral on open text
     num_speculative_tokens: int = Field(default=8, ge=1)
     prompt_lookup_min: int = Field(default=2, ge=1)
     prompt_lookup_max: int = Field(default=4, ge=1)

@@ -67,13 +67,13 @@ def assert_counters_add_up(outs):
         assert m.completion_tokens == len(o.token_ids) == m.accepted_draft_tokens + m.decode_passes + 1, m
 
 
-def test_speculative_flag_turns_drafting_off(engines):
-    assert engines().drafter is None
-    assert engines(speculative=True).drafter is not None
+def test_speculation_is_on_by_default_and_the_flag_turns_it_off(engines):
+    assert engines().drafter is not None
+    assert engines(speculative=False).drafter is None
 
 
 def test_greedy_identical_with_and_without_speculation(engines):
-    off = engines()
+    off = engines(speculative=False)
     prompts = copy_prompts(off, 12)
     ref = [off.generate(p, GREEDY)[0].token_ids for p in prompts]
     on = engines(speculative=True)
@@ -88,7 +88,7 @@ def test_greedy_identical_with_and_without_speculation(engines):
 
 
 def test_batched_chunked_prefill_identical(engines):
-    off = engines()
+    off = engines(speculative=False)
     prompts = copy_prompts(off, 10, seed=1)
     ref = [off.generate(p, GREEDY)[0].token_ids for p in prompts]
     # 40-token budget: long prompts are prefilled in chunks while others verify k+1-token spans
@@ -101,7 +101,7 @@ def test_batched_chunked_prefill_identical(engines):
 
 def test_draft_span_counts_against_the_token_budget(engines):
     eng = engines(speculative=True, max_num_batched_tokens=7, num_speculative_tokens=4)
-    prompts = copy_prompts(engines(), 2, seed=2)
+    prompts = copy_prompts(engines(speculative=False), 2, seed=2)
     plans = []
     schedule = eng.scheduler.schedule
 
@@ -118,7 +118,7 @@ def test_draft_span_counts_against_the_token_budget(engines):
 
 
 def test_preemption_tiny_pool_identical(engines):
-    off = engines()
+    off = engines(speculative=False)
     prompts = copy_prompts(off, 8, seed=3)
     ref = [off.generate(p, GREEDY)[0].token_ids for p in prompts]
     tiny = engines(speculative=True, num_blocks=24, block_size=8, max_num_batched_tokens=64)
@@ -145,7 +145,7 @@ def _kv_of(eng: Engine, rid: str) -> tuple[torch.Tensor, torch.Tensor]:
 
 
 def test_kv_after_rejections_equals_plain_decode(engines):
-    prompt = copy_prompts(engines(), 1, seed=7)[0]
+    prompt = copy_prompts(engines(speculative=False), 1, seed=7)[0]
     on = engines(speculative=True, block_size=4)
     rid = on.add_request(prompt, SamplingParams(max_tokens=200, ignore_eos=True))
     seq = on.requests[rid]
@@ -176,7 +176,7 @@ def test_kv_after_rejections_equals_plain_decode(engines):
 def test_unconfirmed_drafts_are_never_hashed_into_the_prefix_cache(engines):
     eng = engines(speculative=True, block_size=4)
     bm, bs = eng.blocks, 4
-    prompts = copy_prompts(engines(), 4, seed=5)
+    prompts = copy_prompts(engines(speculative=False), 4, seed=5)
     ids = [eng.add_request(p, GREEDY) for p in prompts]
     final = {}
     while eng.has_unfinished():
@@ -197,7 +197,7 @@ def test_unconfirmed_drafts_are_never_hashed_into_the_prefix_cache(engines):
 
 
 def test_sampling_with_seed_is_the_same_with_speculation(engines):
-    off = engines()
+    off = engines(speculative=False)
     prompts = copy_prompts(off, 6, seed=6)
     params = [SamplingParams(max_tokens=40, temperature=0.3, seed=i, ignore_eos=True) for i in range(6)]
     ref = [o.token_ids for o in off.generate(prompts, params)]
@@ -221,7 +221,7 @@ def _forced(eng, prompt_ids, reply_ids, **params):
 
 
 def test_forced_copy_reply_needs_fewer_passes(make_engine):
-    off, on = make_engine(), make_engine(speculative=True)
+    off, on = make_engine(speculative=False), make_engine(speculative=True)
     tok = on.tokenizer
     prompt = tok.encode("Fix the file:\n" + CODE)
     edited = CODE.replace("return x * 5 + 2", "return x * 5 + 20").replace("def f9(x)", "def f9(x, y=0)")
@@ -247,7 +247,7 @@ def test_prediction_drafts_a_whole_file_reply(make_engine):
     assert_counters_add_up([out])
     # greedy (not forced) with a prediction decodes exactly what it decodes without one
     free = SamplingParams(max_tokens=30, ignore_eos=True)
-    plain = make_engine().generate(prompt, free)[0].token_ids
+    plain = make_engine(speculative=False).generate(prompt, free)[0].token_ids
     assert on.generate(prompt, free.model_copy(update={"prediction": CODE}))[0].token_ids == plain
 
 
