@@ -38,6 +38,7 @@ def make_engine(tiny_llama):
     def make(path=None, **config) -> Engine:
         config.setdefault("dtype", "float32")
         config.setdefault("num_blocks", 256)
+        config.setdefault("speculative", False)  # exact pass counts; drafts are tested on their own
         eng = Engine.from_pretrained(str(path or tiny_llama), **config)
         made.append(eng)
         return eng

@@ -22,7 +22,7 @@ pytestmark = pytest.mark.slow
 
 @pytest.fixture(scope="module")
 def smol():
-    return Engine.from_pretrained("smollm2-135m", dtype="float32", num_threads=2)
+    return Engine.from_pretrained("smollm2-135m", dtype="float32")
 
 
 def test_greedy_matches_hf_generate(smol):
