@@ -13,7 +13,7 @@ import dataclasses
 import json
 import logging
 import time
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
 from typing import Any
 
@@ -337,9 +337,6 @@ def create_app(engine: Any, *, served_model_name: str | None = None, limits: Ser
         metrics.observe_error(exc.status)
         return "data: " + json.dumps(_error_json(exc.status, exc.message, exc.type, exc.param, exc.code)) + "\n\n"
 
-    def sse(model: BaseModel) -> str:
-        return "data: " + model.model_dump_json(exclude_unset=False) + "\n\n"
-
     async def engine_call(coro_fn):
         """Map engine-side failures of a non-streaming response to API errors."""
         try:
@@ -375,6 +372,49 @@ def create_app(engine: Any, *, served_model_name: str | None = None, limits: Ser
             pass  # a slow step: serve the last snapshot
         return Response(metrics.render(), media_type=CONTENT_TYPE_LATEST)
 
+    async def run_to_end(request: Request, streams: list[tuple[int, RequestStream]],
+                         t0: float) -> tuple[list[str], Usage, ResponseMetrics]:
+        """Non-streaming: every choice's full text and the usage, or the engine's failure as an API error."""
+        try:
+            texts = await engine_call(lambda: collect(request, streams))
+        finally:
+            record(streams, t0)
+        for _, s in streams:
+            if (err := failure(s.last)) is not None:
+                raise err
+        return (texts, *usage_and_metrics(streams))
+
+    def event_stream(streams: list[tuple[int, RequestStream]], t0: float, opening: list[str],
+                     events_for: Callable[[int, Any], list[str]],
+                     usage_event: Callable[[Usage, ResponseMetrics], str] | None) -> StreamingResponse:
+        """SSE: `opening`, then `events_for(choice index, output)` as outputs arrive, then `usage_event` (when the
+        client asked for usage) and [DONE]. An engine failure ends the stream with an error event; a client that
+        leaves aborts every choice (frees their blocks)."""
+
+        async def events() -> AsyncIterator[str]:
+            try:
+                for event in opening:
+                    yield event
+                async for index, out in merged(streams):
+                    if (err := failure(out)) is not None:
+                        yield stream_failure_event(err)
+                        break
+                    for event in events_for(index, out):
+                        yield event
+                else:
+                    if usage_event is not None:
+                        yield usage_event(*usage_and_metrics(streams))
+                yield "data: [DONE]\n\n"
+            except EngineStepError as exc:
+                yield stream_failure_event(APIError(500, str(exc), type="server_error", code="engine_error"))
+                yield "data: [DONE]\n\n"
+            finally:
+                for _, s in streams:
+                    s.abort()  # no-op for finished requests; frees blocks when the client left early
+                record(streams, t0)
+
+        return StreamingResponse(events(), media_type="text/event-stream")
+
     @app.post("/v1/chat/completions")
     async def chat_completions(request: Request) -> Response:
         t0 = time.perf_counter()
@@ -384,14 +424,7 @@ def create_app(engine: Any, *, served_model_name: str | None = None, limits: Ser
         rid, created = random_id("chatcmpl"), now()
 
         if not req.stream:
-            try:
-                texts = await engine_call(lambda: collect(request, streams))
-            finally:
-                record(streams, t0)
-            for _, s in streams:
-                if (err := failure(s.last)) is not None:
-                    raise err
-            usage, rm = usage_and_metrics(streams)
+            texts, usage, rm = await run_to_end(request, streams, t0)
             choices = [ChatChoice(index=i, message=AssistantMessage(content=texts[i]),
                                   finish_reason=s.last.finish_reason) for i, (_, s) in enumerate(streams)]
             return JSONResponse(ChatCompletionResponse(id=rid, created=created, model=req.model, choices=choices,
@@ -406,33 +439,19 @@ def create_app(engine: Any, *, served_model_name: str | None = None, limits: Ser
                 data["usage"] = None  # OpenAI sends usage: null on every chunk but the last
             return "data: " + json.dumps(data) + "\n\n"
 
-        async def events() -> AsyncIterator[str]:
-            try:
-                for i in range(len(streams)):
-                    yield chunk([ChatChunkChoice(index=i, delta=DeltaMessage(role="assistant", content=""))])
-                async for index, out in merged(streams):
-                    if (err := failure(out)) is not None:
-                        yield stream_failure_event(err)
-                        break
-                    if out.new_text:
-                        yield chunk([ChatChunkChoice(index=index, delta=DeltaMessage(content=out.new_text))])
-                    if out.finished:
-                        yield chunk([ChatChunkChoice(index=index, delta=DeltaMessage(),
-                                                     finish_reason=out.finish_reason)])
-                else:
-                    if req.include_usage:
-                        usage, rm = usage_and_metrics(streams)
-                        yield chunk([], usage=usage, metrics=rm)
-                yield "data: [DONE]\n\n"
-            except EngineStepError as exc:
-                yield stream_failure_event(APIError(500, str(exc), type="server_error", code="engine_error"))
-                yield "data: [DONE]\n\n"
-            finally:
-                for _, s in streams:
-                    s.abort()  # no-op for finished requests; frees blocks when the client left early
-                record(streams, t0)
+        def events_for(index: int, out: Any) -> list[str]:
+            events = []
+            if out.new_text:
+                events.append(chunk([ChatChunkChoice(index=index, delta=DeltaMessage(content=out.new_text))]))
+            if out.finished:
+                events.append(chunk([ChatChunkChoice(index=index, delta=DeltaMessage(),
+                                                     finish_reason=out.finish_reason)]))
+            return events
 
-        return StreamingResponse(events(), media_type="text/event-stream")
+        opening = [chunk([ChatChunkChoice(index=i, delta=DeltaMessage(role="assistant", content=""))])
+                   for i in range(len(streams))]
+        usage_event = (lambda usage, rm: chunk([], usage=usage, metrics=rm)) if req.include_usage else None
+        return event_stream(streams, t0, opening, events_for, usage_event)
 
     @app.post("/v1/completions")
     async def completions(request: Request) -> Response:
@@ -442,14 +461,7 @@ def create_app(engine: Any, *, served_model_name: str | None = None, limits: Ser
         rid, created = random_id("cmpl"), now()
 
         if not req.stream:
-            try:
-                texts = await engine_call(lambda: collect(request, streams))
-            finally:
-                record(streams, t0)
-            for _, s in streams:
-                if (err := failure(s.last)) is not None:
-                    raise err
-            usage, rm = usage_and_metrics(streams)
+            texts, usage, rm = await run_to_end(request, streams, t0)
             choices = [TextChoice(index=i, text=texts[i], finish_reason=s.last.finish_reason)
                        for i, (_, s) in enumerate(streams)]
             return JSONResponse(CompletionResponse(id=rid, created=created, model=req.model, choices=choices,
@@ -465,29 +477,14 @@ def create_app(engine: Any, *, served_model_name: str | None = None, limits: Ser
                 data["usage"] = None
             return "data: " + json.dumps(data) + "\n\n"
 
-        async def events() -> AsyncIterator[str]:
-            try:
-                async for index, out in merged(streams):
-                    if (err := failure(out)) is not None:
-                        yield stream_failure_event(err)
-                        break
-                    if out.new_text or out.finished:
-                        reason = out.finish_reason if out.finished else None
-                        yield chunk([TextChoice(index=index, text=out.new_text or "", finish_reason=reason)])
-                else:
-                    if req.include_usage:
-                        usage, rm = usage_and_metrics(streams)
-                        yield chunk([], usage, rm)
-                yield "data: [DONE]\n\n"
-            except EngineStepError as exc:
-                yield stream_failure_event(APIError(500, str(exc), type="server_error", code="engine_error"))
-                yield "data: [DONE]\n\n"
-            finally:
-                for _, s in streams:
-                    s.abort()
-                record(streams, t0)
+        def events_for(index: int, out: Any) -> list[str]:
+            if not (out.new_text or out.finished):
+                return []
+            reason = out.finish_reason if out.finished else None
+            return [chunk([TextChoice(index=index, text=out.new_text or "", finish_reason=reason)])]
 
-        return StreamingResponse(events(), media_type="text/event-stream")
+        usage_event = (lambda usage, rm: chunk([], usage, rm)) if req.include_usage else None
+        return event_stream(streams, t0, [], events_for, usage_event)
 
     return app
 

@@ -53,7 +53,26 @@ def _sum(values: Iterable[int | float | None]) -> int | float | None:
     return total
 
 
-class StepReport(BaseModel):
+class _Savings(BaseModel):
+    """The DESIGN.md formulas, written once for a step and for a run (whose token counts are sums of its steps')."""
+
+    @computed_field
+    @property
+    def prefill_saved(self) -> int | None:
+        return self.cached_tokens
+
+    @computed_field
+    @property
+    def prefill_computed(self) -> int | None:
+        return None if self.cached_tokens is None else self.prompt_tokens - self.cached_tokens
+
+    @computed_field
+    @property
+    def decode_saved(self) -> int:
+        return self.whole_file_tokens - self.completion_tokens  # negative when the edit cost more than `whole`
+
+
+class StepReport(_Savings):
     step: int
     action: str  # edit | view | grep | none
     outcome: str = ""  # one short phrase for the table: "tests pass", "apply failed", ...
@@ -89,21 +108,6 @@ class StepReport(BaseModel):
 
     @computed_field
     @property
-    def prefill_saved(self) -> int | None:
-        return self.cached_tokens
-
-    @computed_field
-    @property
-    def prefill_computed(self) -> int | None:
-        return None if self.cached_tokens is None else self.prompt_tokens - self.cached_tokens
-
-    @computed_field
-    @property
-    def decode_saved(self) -> int:
-        return self.whole_file_tokens - self.completion_tokens  # negative when the edit cost more than `whole`
-
-    @computed_field
-    @property
     def est_seconds_saved(self) -> float | None:
         return estimate_seconds_saved(self.prefill_saved, self.decode_saved,
                                       self.prefill_s_per_token, self.decode_s_per_token)
@@ -133,13 +137,34 @@ def measured_rates(steps: Iterable[StepReport]) -> tuple[float | None, float | N
     return (ttft / computed if computed else None, decode_s / decoded if decoded else None)
 
 
-class RunReport(BaseModel):
+def _total(name: str, kind: type):
+    """A RunReport field: the sum of that StepReport field over the steps (None when any step's is unknown)."""
+
+    def total(self: RunReport):
+        return _sum(getattr(s, name) for s in self.steps)
+
+    total.__name__ = name
+    return computed_field(property(total), return_type=kind)
+
+
+class RunReport(_Savings):
     model: str = ""
     edit_format: str = ""
     initial_tests: TestOutcome | None = None
     steps: list[StepReport] = []
     stopped: str = ""  # why the run ended: "tests pass", "step budget (6) spent", ...
     final_diff: str = ""
+
+    prompt_tokens = _total("prompt_tokens", int)
+    cached_tokens = _total("cached_tokens", int | None)
+    completion_tokens = _total("completion_tokens", int)
+    whole_file_tokens = _total("whole_file_tokens", int)
+    decode_passes = _total("decode_passes", int | None)
+    accepted_draft_tokens = _total("accepted_draft_tokens", int | None)
+    rejected_draft_tokens = _total("rejected_draft_tokens", int | None)
+    ttft_s = _total("ttft_s", float | None)
+    decode_s = _total("decode_s", float | None)
+    est_seconds_saved = _total("est_seconds_saved", float | None)
 
     @computed_field
     @property
@@ -148,73 +173,8 @@ class RunReport(BaseModel):
 
     @computed_field
     @property
-    def prompt_tokens(self) -> int:
-        return sum(s.prompt_tokens for s in self.steps)
-
-    @computed_field
-    @property
-    def cached_tokens(self) -> int | None:
-        return _sum(s.cached_tokens for s in self.steps)
-
-    @computed_field
-    @property
-    def prefill_saved(self) -> int | None:
-        return self.cached_tokens
-
-    @computed_field
-    @property
-    def prefill_computed(self) -> int | None:
-        return None if self.cached_tokens is None else self.prompt_tokens - self.cached_tokens
-
-    @computed_field
-    @property
     def cache_hit_rate(self) -> float | None:
         return None if self.cached_tokens is None or not self.prompt_tokens else self.cached_tokens / self.prompt_tokens
-
-    @computed_field
-    @property
-    def completion_tokens(self) -> int:
-        return sum(s.completion_tokens for s in self.steps)
-
-    @computed_field
-    @property
-    def whole_file_tokens(self) -> int:
-        return sum(s.whole_file_tokens for s in self.steps)
-
-    @computed_field
-    @property
-    def decode_saved(self) -> int:
-        return self.whole_file_tokens - self.completion_tokens
-
-    @computed_field
-    @property
-    def decode_passes(self) -> int | None:
-        return _sum(s.decode_passes for s in self.steps)
-
-    @computed_field
-    @property
-    def accepted_draft_tokens(self) -> int | None:
-        return _sum(s.accepted_draft_tokens for s in self.steps)
-
-    @computed_field
-    @property
-    def rejected_draft_tokens(self) -> int | None:
-        return _sum(s.rejected_draft_tokens for s in self.steps)
-
-    @computed_field
-    @property
-    def ttft_s(self) -> float | None:
-        return _sum(s.ttft_s for s in self.steps)
-
-    @computed_field
-    @property
-    def decode_s(self) -> float | None:
-        return _sum(s.decode_s for s in self.steps)
-
-    @computed_field
-    @property
-    def est_seconds_saved(self) -> float | None:
-        return _sum(s.est_seconds_saved for s in self.steps)
 
     @classmethod
     def from_trace(cls, path: str | Path) -> RunReport:

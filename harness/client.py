@@ -76,9 +76,10 @@ def _sampling_params(optional_params: dict) -> tuple[Any, str | None]:
     p.update(extra)
     stop = p.get("stop") or []
     prediction = p.get("prediction")
-    if isinstance(prediction, dict):
-        content = prediction.get("content")
-        prediction = content if isinstance(content, str) else "".join(part.get("text", "") for part in content or [])
+    if isinstance(prediction, dict):  # OpenAI's {"type": "content", "content": str | text parts}
+        from engine.openai_protocol import Prediction
+
+        prediction = Prediction.model_validate(prediction).text()
     max_tokens = p.get("max_completion_tokens") or p.get("max_tokens") or 256
     params = SamplingParams(
         max_tokens=max_tokens,
@@ -98,20 +99,11 @@ def _run_local(name: str, messages: list, optional_params: dict) -> Iterator[Any
     eng = local_engine(name)
     params, cache_salt = _sampling_params(optional_params)
     with _engine_locks[name]:
-        ids = eng.apply_chat_template(messages)
-        rid = eng.add_request(ids, params, cache_salt=cache_salt)
-        finished = False
         try:
-            while not finished:
-                for out in eng.step():
-                    if out.request_id == rid:
-                        finished = out.finished
-                        yield out
-        finally:
-            if not finished:  # the caller stopped reading: free the blocks now
-                eng.abort(rid)
-                while eng.has_unfinished():
-                    eng.step()
+            yield from eng.stream(eng.apply_chat_template(messages), params, cache_salt=cache_salt)
+        finally:  # a caller that stopped reading had its request aborted; report it now, leaving the engine idle
+            while eng.has_unfinished():
+                eng.step()
 
 
 def _metrics_dict(m: Any) -> dict:

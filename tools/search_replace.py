@@ -63,6 +63,14 @@ def _filename_above(lines: list[str], i: int, previous: str | None) -> str | Non
     return previous
 
 
+def _next_marker(lines: list[str], start: int) -> int:
+    """Index of the first SEARCH, ======= or REPLACE line from `start` on (len(lines) when there is none)."""
+    for j in range(start, len(lines)):
+        if _SEARCH.match(lines[j]) or _DIVIDER.match(lines[j]) or _REPLACE.match(lines[j]):
+            return j
+    return len(lines)
+
+
 def parse_search_replace_blocks(text: str) -> list[SearchReplace]:
     """Every SEARCH/REPLACE block in a model reply, in order. Raises ValueError (message for the model) on an
     unterminated block or a block without a filename."""
@@ -81,19 +89,11 @@ def parse_search_replace_blocks(text: str) -> list[SearchReplace]:
         if path is None:
             raise PatchError(f"SEARCH/REPLACE block {n} has no file name; put the file's path alone on the line "
                              "just before the block (or before its ``` fence).", hunk=n)
-        j = i + 1
-        while j < len(lines) and not _DIVIDER.match(lines[j]):
-            if _SEARCH.match(lines[j]) or _REPLACE.match(lines[j]):
-                break
-            j += 1
+        j = _next_marker(lines, i + 1)
         if j >= len(lines) or not _DIVIDER.match(lines[j]):
             raise PatchError(f"SEARCH/REPLACE block {n} ({path}) has no ======= line after its SEARCH part.",
                              path, n)
-        k = j + 1
-        while k < len(lines) and not _REPLACE.match(lines[k]):
-            if _SEARCH.match(lines[k]) or _DIVIDER.match(lines[k]):
-                break
-            k += 1
+        k = _next_marker(lines, j + 1)
         if k >= len(lines) or not _REPLACE.match(lines[k]):
             raise PatchError(f"SEARCH/REPLACE block {n} ({path}) is not closed with a >>>>>>> REPLACE line.",
                              path, n)
