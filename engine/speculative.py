@@ -21,6 +21,10 @@ deterministic draft this *is* standard speculative sampling with a one-hot draft
 draft d is kept with probability min(1, p(d)/q(d)) = p(d), and on rejection the token is distributed as
 norm(max(0, p - q)) = p without d. `accept_draft` below is that textbook rule, kept for the tests that
 check the two agree.
+
+Exactness holds to the last bit in float32; in bfloat16 a k+1-row verify pass rounds differently from a
+1-row decode pass (as batching does), so a near-tie can flip a greedy token (seen once in 4 open-ended
+100-token answers in engine/bench_speculative.py).
 """
 
 from __future__ import annotations

@@ -67,6 +67,19 @@ def assert_counters_add_up(outs):
         assert m.completion_tokens == len(o.token_ids) == m.accepted_draft_tokens + m.decode_passes + 1, m
 
 
+def record_plans(eng: Engine) -> list:
+    """Keep every SchedulerOutput the engine's steps get."""
+    plans = []
+    schedule = eng.scheduler.schedule
+
+    def recording_schedule():
+        plans.append(schedule())
+        return plans[-1]
+
+    eng.scheduler.schedule = recording_schedule
+    return plans
+
+
 def test_speculation_is_on_by_default_and_the_flag_turns_it_off(engines):
     assert engines().drafter is not None
     assert engines(speculative=False).drafter is None
@@ -93,23 +106,20 @@ def test_batched_chunked_prefill_identical(engines):
     ref = [off.generate(p, GREEDY)[0].token_ids for p in prompts]
     # 40-token budget: long prompts are prefilled in chunks while others verify k+1-token spans
     on = engines(speculative=True, max_num_batched_tokens=40, max_num_seqs=10)
+    plans = record_plans(on)
     outs = on.generate(prompts, GREEDY)
     assert [o.token_ids for o in outs] == ref
     assert totals(outs)[0] > 50
+    drafting = [p for p in plans if any(sp.num_drafts for sp in p.spans)]
+    assert any(any(not sp.num_drafts and sp.completes for sp in p.spans) for p in drafting)  # with plain decodes
+    assert any(any(not sp.completes for sp in p.spans) for p in drafting)  # next to a prefill chunk
     assert_counters_add_up(outs)
 
 
 def test_draft_span_counts_against_the_token_budget(engines):
     eng = engines(speculative=True, max_num_batched_tokens=7, num_speculative_tokens=4)
     prompts = copy_prompts(engines(speculative=False), 2, seed=2)
-    plans = []
-    schedule = eng.scheduler.schedule
-
-    def recording_schedule():
-        plans.append(schedule())
-        return plans[-1]
-
-    eng.scheduler.schedule = recording_schedule
+    plans = record_plans(eng)
     outs = eng.generate(prompts, GREEDY)
     assert all(sum(sp.num_tokens + sp.num_drafts for sp in plan.spans) <= 7 for plan in plans)
     assert any(len(plan.spans) == 2 and any(sp.num_drafts for sp in plan.spans) for plan in plans)
