@@ -44,6 +44,7 @@ class DecodeCostConfig:
     quick: bool = False
     max_reply_tokens: int | None = None
     replay: bool = True
+    replay_tasks: int | None = None  # tasks that get the replay, spread over the run's tasks (None: all)
     replay_off_tasks: int | None = None  # tasks that also get the cache-off replay (None: all replayed tasks)
     speculative: bool | None = None
     dtype: str = "auto"
@@ -319,7 +320,8 @@ def run_decode_cost_eval(config: DecodeCostConfig, engine=None) -> dict:
             picked = pick_quick(sizes)
             tasks = [t for t in tasks if t.id in picked]
         cap = cap or QUICK_MAX_REPLY_TOKENS
-    replay_ids = [t.id for t in tasks[:QUICK_REPLAY_TASKS]] if config.quick else [t.id for t in tasks]
+    replay_ids = [t.id for t in tasks[:QUICK_REPLAY_TASKS]] if config.quick else spread(
+        [t.id for t in tasks], config.replay_tasks)
     if not config.replay:
         replay_ids = []
     off_ids = set(spread(replay_ids, config.replay_off_tasks))

@@ -35,6 +35,8 @@ def register(subparsers) -> None:
     dc.add_argument("--max-reply-tokens", type=int, default=None,
                     help="force-decode at most this many tokens of a reply (the rest is scaled; marked *)")
     dc.add_argument("--no-replay", action="store_true", help="skip the multi-step prefix-cache replay")
+    dc.add_argument("--replay-tasks", type=int, default=None,
+                    help="replay on only this many tasks, spread over the suite (default: all)")
     dc.add_argument("--replay-off-tasks", type=int, default=None,
                     help="replay with the cache off (for the TTFT comparison) on only this many tasks, spread "
                     "over the suite (default: all)")
@@ -95,6 +97,7 @@ def run_decode_cost(args) -> int:
         quick=args.quick,
         max_reply_tokens=args.max_reply_tokens,
         replay=not args.no_replay,
+        replay_tasks=args.replay_tasks,
         replay_off_tasks=args.replay_off_tasks,
         speculative=args.speculative,
         dtype=args.dtype,
