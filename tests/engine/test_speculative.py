@@ -14,7 +14,7 @@ import random
 import pytest
 import torch
 
-from engine import Engine, SamplingParams
+from engine import Engine, EngineConfig, SamplingParams
 from engine.model import Span
 from engine.testing import make_tiny_model_dir
 
@@ -81,7 +81,8 @@ def record_plans(eng: Engine) -> list:
 
 
 def test_speculation_is_on_by_default_and_the_flag_turns_it_off(engines):
-    assert engines().drafter is not None
+    assert EngineConfig().speculative
+    assert engines(speculative=True).drafter is not None
     assert engines(speculative=False).drafter is None
 
 
