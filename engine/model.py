@@ -293,9 +293,9 @@ class LlamaModel:
             qk = qk * cos + torch.roll(qk, half, dims=-1) * sin
             q, k = qk[:, :nh], qk[:, nh:]
             v = qkv[:, qk_width:].view(total, nkv, hd)
-            kv.k[i].index_copy_(0, batch.slots, k)
-            kv.v[i].index_copy_(0, batch.slots, v)
-            attn = self._attention(q, k, v, kv.k[i], kv.v[i], batch, total)
+            kv.k_heads[i].index_copy_(1, batch.slots, k.transpose(0, 1))
+            kv.v_heads[i].index_copy_(1, batch.slots, v.transpose(0, 1))
+            attn = self._attention(q, k, v, kv.k_heads[i], kv.v_heads[i], batch, total)
             x = x + F.linear(attn, layer.o_w, layer.o_b)
             h = F.rms_norm(x, (self.hidden_size,), layer.post_norm, self.eps)
             gate, up = F.linear(h, layer.gu_w, layer.gu_b).chunk(2, dim=-1)
@@ -317,8 +317,8 @@ class LlamaModel:
             elif g.mask is not None and g.mask.dtype == torch.bool:  # a long span over cached context
                 kv_idx = g.kv_index[0]
                 o = F.scaled_dot_product_attention(
-                    q[g.token_index].transpose(0, 1)[None], k_cache[kv_idx].transpose(0, 1)[None],
-                    v_cache[kv_idx].transpose(0, 1)[None], attn_mask=g.mask, scale=1.0,
+                    q[g.token_index].transpose(0, 1)[None], k_cache.index_select(1, kv_idx)[None],
+                    v_cache.index_select(1, kv_idx)[None], attn_mask=g.mask, scale=1.0,
                     enable_gqa=nh != self.num_kv_heads,
                 ).transpose(1, 2).reshape(g.qmax, nh * hd)
             else:
@@ -337,7 +337,8 @@ class LlamaModel:
         """Spans attending to their cached context, read through the slots in g.kv_index.
 
         Two matmuls and a softmax with the GQA groups folded into the query axis: for short spans this
-        beats SDPA on CPU (about 3x in bf16) and needs no K/V expansion."""
+        beats SDPA on CPU (about 3x in bf16) and needs no K/V expansion. The gathered K/V come out
+        [kv_heads, batch, kmax, head_dim] contiguous, so both matmuls run copy-free."""
         nh, nkv, hd = self.num_heads, self.num_kv_heads, self.head_dim
         grp, b, t = nh // nkv, g.batch, g.qmax
         kmax = g.kv_index.shape[1]
@@ -346,16 +347,16 @@ class LlamaModel:
         else:
             idx = g.token_index if isinstance(g.token_index, slice) else g.token_index.flatten()
             qg = q[idx].view(b, t, nkv, grp, hd)
-        qg = qg.permute(0, 2, 3, 1, 4).reshape(b, nkv, grp * t, hd)
+        qg = qg.permute(2, 0, 3, 1, 4).reshape(nkv, b, grp * t, hd)
         flat = g.kv_index.flatten()
-        kg = k_cache.index_select(0, flat).view(b, kmax, nkv, hd).permute(0, 2, 3, 1)  # [b, kv, hd, kmax]
-        vg = v_cache.index_select(0, flat).view(b, kmax, nkv, hd).transpose(1, 2)  # [b, kv, kmax, hd]
-        scores = torch.matmul(qg, kg)  # q carries the 1/sqrt(head_dim) scale already
+        kg = k_cache.index_select(1, flat).view(nkv, b, kmax, hd)
+        vg = v_cache.index_select(1, flat).view(nkv, b, kmax, hd)
+        scores = torch.matmul(qg, kg.transpose(-1, -2))  # q carries the 1/sqrt(head_dim) scale already
         if g.mask is not None:
-            scores = (scores.view(b, nkv, grp, t, kmax) + g.mask[:, None, None]).view(b, nkv, grp * t, kmax)
+            scores = (scores.view(nkv, b, grp, t, kmax) + g.mask[None, :, None]).view(nkv, b, grp * t, kmax)
         probs = scores.softmax(-1, dtype=torch.float32).to(q.dtype)
-        o = torch.matmul(probs, vg)  # [b, kv, grp * t, hd]
-        return o.view(b, nkv, grp, t, hd).permute(0, 3, 1, 2, 4).reshape(b * t, nh * hd)
+        o = torch.matmul(probs, vg)  # [kv, b, grp * t, hd]
+        return o.view(nkv, b, grp, t, hd).permute(1, 3, 0, 2, 4).reshape(b * t, nh * hd)
 
 
 def max_positions_for(hf_config, limit: int | None) -> int:
