@@ -16,9 +16,11 @@ def test_registry_by_name():
         formats.get("nope")
 
 
-def test_register_checks_shape():
+def test_register_checks_shape(monkeypatch):
+    monkeypatch.setattr(formats, "_MODULES", dict(formats._MODULES))  # the registry is process-wide: restore it
     with pytest.raises(ValueError, match="missing"):
         formats.register("bad", "harness.prompt")
+    assert "bad" not in formats.names()
     formats.register("whole2", "harness.formats.whole")
     assert formats.get("whole2") is whole
 

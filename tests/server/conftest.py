@@ -45,7 +45,7 @@ def start_server(path, engine_kwargs=None, **app_kwargs):
 
 @pytest.fixture(scope="session")
 def server(tiny_model_dir):
-    srv = start_server(tiny_model_dir, {"max_num_seqs": 32})
+    srv = start_server(tiny_model_dir, {"max_num_seqs": 32, "speculative": True})  # `prediction` tests need drafts
     yield srv
     srv.stop()
 

@@ -74,7 +74,8 @@ def test_unknown_route_and_wrong_method(http):
 
 
 def test_unknown_fields_are_ignored(http):
-    r = http.post(CHAT, json={**GOOD, "frobnicate": {"x": 1}, "metadata": {"k": "v"}, "parallel_tool_calls": False})
+    r = http.post(CHAT, json={**GOOD, "frobnicate": {"x": 1}, "metadata": {"k": "v"}, "parallel_tool_calls": False,
+                              "user": "alice"})
     assert r.status_code == 200
     assert r.json()["usage"]["prompt_tokens_details"]["cached_tokens"] >= 0
 

@@ -46,8 +46,9 @@ def test_local_streaming_matches_non_streaming(local_tiny):
     whole = complete(local_tiny, MESSAGES, max_tokens=10, ignore_eos=True)
     streamed = complete(local_tiny, MESSAGES, max_tokens=10, ignore_eos=True, stream=True)
     assert streamed.text == whole.text
-    assert streamed.completion_tokens == 10 and streamed.cached_tokens is not None
-    assert streamed.ttft_s is not None and streamed.decode_passes is not None
+    assert streamed.completion_tokens == 10 and streamed.prompt_tokens == whole.prompt_tokens
+    assert streamed.cached_tokens > 0  # the same prompt again: its full blocks come from the prefix cache
+    assert streamed.ttft_s > 0 and 1 <= streamed.decode_passes <= 10
 
 
 def test_local_through_plain_litellm_sync_and_async(local_tiny):

@@ -113,10 +113,30 @@ def test_second_call_sharing_a_long_prefix_reports_cached_tokens(openai_client, 
     assert second.model_extra["metrics"]["prefill_tokens_computed"] == second.usage.prompt_tokens - cached
 
 
-def test_prediction_and_cache_salt_are_accepted(openai_client):
-    r = openai_client.chat.completions.create(
-        model=TINY, messages=HELLO, max_tokens=6, temperature=0, extra_body={**EXACT, "cache_salt": "tenant-a"},
-        prediction={"type": "content", "content": "paged attention splits the KV cache into blocks"})
-    details = r.usage.completion_tokens_details
-    assert details.accepted_prediction_tokens >= 0 and details.rejected_prediction_tokens >= 0
-    assert r.usage.completion_tokens == 6
+def test_a_correct_prediction_is_accepted_and_cache_salt_is_taken(openai_client):
+    kwargs = dict(model=TINY, messages=HELLO, max_tokens=24, temperature=0, extra_body=EXACT)
+    plain = openai_client.chat.completions.create(**kwargs)
+    text = plain.choices[0].message.content
+    predicted = openai_client.chat.completions.create(
+        **{**kwargs, "extra_body": {**EXACT, "cache_salt": "tenant-a"}},
+        prediction={"type": "content", "content": text})
+    assert predicted.choices[0].message.content == text  # greedy output does not depend on the drafts
+    details = predicted.usage.completion_tokens_details
+    assert details.accepted_prediction_tokens > 0 and predicted.usage.completion_tokens == 24
+    assert predicted.model_extra["metrics"]["decode_passes"] < plain.model_extra["metrics"]["decode_passes"]
+    assert predicted.usage.prompt_tokens_details.cached_tokens == 0  # a new salt shares no cached blocks
+
+
+def test_stop_as_a_string_seed_top_k_and_user(openai_client):
+    kwargs = dict(model=TINY, prompt="x = ", max_tokens=12, temperature=0, extra_body=EXACT)
+    whole = openai_client.completions.create(**kwargs).choices[0].text
+    stop = next(whole[i:i + 2] for i in range(len(whole) // 2, len(whole) - 1) if whole[i:i + 2].strip())
+    r = openai_client.completions.create(**kwargs, stop=stop)  # a bare string, not a list
+    assert r.choices[0].finish_reason == "stop" and whole.startswith(r.choices[0].text)
+    assert stop not in r.choices[0].text
+
+    sampled = dict(model=TINY, messages=HELLO, max_tokens=10, temperature=1.0, seed=1234, user="alice",
+                   extra_body={**EXACT, "top_k": 20})
+    first = openai_client.chat.completions.create(**sampled).choices[0].message.content
+    again = openai_client.chat.completions.create(**sampled).choices[0].message.content
+    assert first == again  # same seed, same sample

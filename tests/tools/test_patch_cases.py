@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import os
 from dataclasses import dataclass, field
+from pathlib import Path
 
 import pytest
 
@@ -387,13 +388,23 @@ def test_unencodable_edit_refused_even_in_dry_run(workspace, snapshot):
     assert snapshot(ws.root) == before
 
 
-def test_unreadable_file_is_a_patch_error(workspace, snapshot):
-    if os.geteuid() == 0:
-        pytest.skip("root reads everything")
+def test_unreadable_file_is_a_patch_error(workspace, snapshot, monkeypatch):
     ws = workspace({"secret.py": "x = 1\n"})
     os.chmod(ws.root / "secret.py", 0)
-    with pytest.raises(PatchError, match="Permission denied"):
+    if os.geteuid() == 0:  # root reads everything: make the read fail the way it does for anyone else
+        real_read = Path.read_bytes
+
+        def refuse(path):
+            if path.name == "secret.py":
+                raise PermissionError(13, "Permission denied", str(path))
+            return real_read(path)
+
+        monkeypatch.setattr(Path, "read_bytes", refuse)
+    before = snapshot(ws.root)
+    with pytest.raises(PatchError, match="Permission denied") as exc:
         apply_patch(ws, "--- a/secret.py\n+++ b/secret.py\n@@ -1 +1 @@\n-x = 1\n+x = 2\n")
+    assert "secret.py" in exc.value.message and "No files were changed" in exc.value.message
+    assert snapshot(ws.root) == before
 
 
 def test_parent_path_is_a_file(workspace, snapshot):
@@ -402,3 +413,14 @@ def test_parent_path_is_a_file(workspace, snapshot):
     with pytest.raises(PatchError):
         apply_patch(ws, "--- /dev/null\n+++ b/calc.py/inner.py\n@@ -0,0 +1 @@\n+x = 1\n")
     assert snapshot(ws.root) == before
+
+
+def test_result_says_where_each_hunk_matched(workspace):
+    """Hunks are placed by content: the result reports the real start line, not the diff's wrong numbers."""
+    ws = workspace({"calc.py": CALC})
+    result = apply_patch(ws, "--- a/calc.py\n+++ b/calc.py\n@@ -1,2 +1,2 @@\n def sub(a, b):\n-    return a - b\n"
+                             "+    return b - a\n@@ -40 +40 @@\n def area(r):\n-    return math.pi * r * r\n"
+                             "+    return math.pi * r ** 2\n")
+    assert [(h.file, h.index, h.start_line) for h in result.hunks] == [("calc.py", 0, 8), ("calc.py", 1, 12)]
+    assert (ws.root / "calc.py").read_text().splitlines()[8:13] == [
+        "    return b - a", "", "", "def area(r):", "    return math.pi * r ** 2"]

@@ -54,7 +54,8 @@ def test_pytest_counts_and_failing_ids(workspace):
     assert (res.passed, res.failed, res.errors) == (2, 1, 1)
     assert res.failing_tests == ["test_mix.py::test_bad", "test_mix.py::test_err"]
     assert not res.ok
-    assert "1 failed" in res.summary() or "failing: test_mix.py::test_bad" in res.summary()
+    assert res.summary() == ("exit code 1: 2 passed, 1 failed, 1 errors\n"
+                             "failing: test_mix.py::test_bad, test_mix.py::test_err")
 
 
 def test_passing_suite_is_ok(workspace):
@@ -112,9 +113,11 @@ def test_100mb_of_output_is_capped(workspace):
 
 def test_flood_that_hangs_is_killed_and_capped(workspace):
     ws = workspace({})
-    res = run_tests(ws, "yes flood", timeout=1.0, head_bytes=1000, tail_bytes=1000)
+    res = run_tests(ws, "echo $$ > pids; exec yes flood", timeout=1.0, head_bytes=1000, tail_bytes=1000)
     assert res.timed_out and res.output_truncated
     assert len(res.output) < 2200
+    pids = _pids(ws.root / "pids")
+    assert len(pids) == 1 and not _alive(pids[0])
 
 
 def test_missing_command(workspace):
