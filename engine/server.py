@@ -12,6 +12,7 @@ import asyncio
 import dataclasses
 import json
 import logging
+import socket
 import time
 from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
@@ -504,13 +505,28 @@ def _as_dict(obj: Any) -> dict:
     return {k: v for k, v in vars(obj).items() if not k.startswith("_")}
 
 
+def bind_socket(host: str, port: int) -> socket.socket:
+    """A TCP socket bound to (host, port), for uvicorn to serve on; port 0 picks a free one. Raises OSError
+    (errno 98: the port is taken) before anything slow has started."""
+    family = socket.AF_INET6 if ":" in host else socket.AF_INET
+    sock = socket.socket(family, socket.SOCK_STREAM)
+    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)  # a TIME_WAIT leftover is not "in use"
+    try:
+        sock.bind((host, port))
+    except OSError:
+        sock.close()
+        raise
+    return sock
+
+
 def run_server(engine: Any, host: str = "127.0.0.1", port: int = 8000, *, served_model_name: str | None = None,
-               limits: ServerLimits | None = None, log_level: str = "info") -> None:
-    """Serve until interrupted (Ctrl-C / SIGTERM)."""
+               limits: ServerLimits | None = None, log_level: str = "info", sock: socket.socket | None = None) -> None:
+    """Serve until interrupted (Ctrl-C / SIGTERM), on `sock` when given (see bind_socket), else on host:port."""
     import uvicorn
 
     app = create_app(engine, served_model_name=served_model_name, limits=limits)
-    uvicorn.run(app, host=host, port=port, log_level=log_level, timeout_graceful_shutdown=5)
+    config = uvicorn.Config(app, host=host, port=port, log_level=log_level, timeout_graceful_shutdown=5)
+    uvicorn.Server(config).run(sockets=[sock] if sock is not None else None)
 
 
 class ServerThread:
@@ -521,15 +537,12 @@ class ServerThread:
     """
 
     def __init__(self, app: FastAPI, host: str = "127.0.0.1", port: int = 0, log_level: str = "warning") -> None:
-        import socket
         import threading
 
         import uvicorn
 
         if port == 0:  # a free port chosen by the OS, passed to uvicorn as an already bound socket
-            self._socket = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
-            self._socket.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-            self._socket.bind((host, 0))
+            self._socket = bind_socket(host, 0)
             port = self._socket.getsockname()[1]
         else:
             self._socket = None

@@ -131,6 +131,8 @@ class Agent:
                     reply = self.complete(messages, self.prediction())
                 except Exception as exc:  # noqa: BLE001 - a failed model call ends the run with its reason
                     report.stopped = f"model call failed: {type(exc).__name__}: {exc}"
+                    if "connection error" in str(exc).lower() and self.api_base:
+                        report.stopped += f" (is a server listening at {self.api_base}?)"
                     break
                 prompt.add_reply(reply.text)
                 step_report, feedback = self.act(step, reply)

@@ -21,9 +21,11 @@ os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
 
 import litellm  # noqa: E402
 from litellm import CustomLLM  # noqa: E402
+from litellm.llms.custom_llm import CustomLLMError  # noqa: E402
 from litellm.types.utils import Choices, Message, ModelResponse, Usage  # noqa: E402
 
 LOCAL_PROVIDER = "local"
+litellm.suppress_debug_info = True  # no "Give Feedback / Get Help" banners: the harness reports the error itself
 
 
 @dataclass
@@ -95,7 +97,19 @@ def _sampling_params(optional_params: dict) -> tuple[Any, str | None]:
 
 
 def _run_local(name: str, messages: list, optional_params: dict) -> Iterator[Any]:
-    """RequestOutputs of one request on the in-process engine; holds that engine's lock meanwhile."""
+    """RequestOutputs of one request on the in-process engine; holds that engine's lock meanwhile. The
+    engine's refusals reach litellm with an HTTP status (else litellm reports them as its own bugs)."""
+    from engine.errors import ModelNotFoundError
+
+    try:
+        yield from _run_local_unmapped(name, messages, optional_params)
+    except ModelNotFoundError as exc:
+        raise CustomLLMError(404, str(exc)) from exc
+    except ValueError as exc:  # InvalidRequestError, bad sampling parameters
+        raise CustomLLMError(400, str(exc)) from exc
+
+
+def _run_local_unmapped(name: str, messages: list, optional_params: dict) -> Iterator[Any]:
     eng = local_engine(name)
     params, cache_salt = _sampling_params(optional_params)
     with _engine_locks[name]:

@@ -8,17 +8,36 @@ from __future__ import annotations
 
 import argparse
 import importlib
+import shutil
 import sys
+import textwrap
 
 # Subcommand modules under harness.cli, in the order `--help` lists them.
 COMMANDS = ["fix", "serve", "eval", "bench", "demo", "mcp"]
+
+EXAMPLES = """examples:
+  deltaserve demo                                          # the agent on an example bug, then a quick eval
+  deltaserve fix path/to/repo --task "add() returns a - b" --test-cmd "python -m pytest -q"
+  deltaserve serve --model smollm2-135m --port 8000        # OpenAI-compatible server with cache hits in usage
+  deltaserve mcp --root path/to/repo                       # file/patch/test tools for other agents (stdio)
+
+`deltaserve COMMAND --help` explains each command."""
+
+
+def wrapped(text: str) -> str:
+    """A description filled to the terminal's width, for parsers whose epilog keeps its own line breaks
+    (RawDescriptionHelpFormatter leaves both as written)."""
+    width = max(40, min(100, shutil.get_terminal_size().columns - 2))
+    return textwrap.fill(text, width)
 
 
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="deltaserve",
-        description="Make coding agents decode less: a prefix-caching local engine and an edit-by-diff agent "
-        "harness that reports prefill and decode tokens saved at every step.",
+        description=wrapped("Make coding agents decode less: a prefix-caching local engine and an edit-by-diff "
+                            "agent harness that reports prefill and decode tokens saved at every step."),
+        epilog=EXAMPLES,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     subparsers = parser.add_subparsers(dest="command", metavar="COMMAND")
     for name in COMMANDS:

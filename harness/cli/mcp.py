@@ -4,14 +4,34 @@ apply_search_replace, write_file, run_tests) over MCP on stdio."""
 from __future__ import annotations
 
 import argparse
+import sys
+
+MCP_EXAMPLES = """examples:
+  deltaserve mcp --root path/to/repo
+  deltaserve mcp --root . --test-command "python -m pytest -q -x tests/unit" --test-timeout 120
+
+in an MCP client's configuration (e.g. Claude Desktop's mcpServers):
+  {"deltaserve": {"command": "deltaserve", "args": ["mcp", "--root", "/abs/path/to/repo"]}}
+
+It speaks MCP on stdin/stdout: run it from an MCP client, not by hand."""
 
 
 def register(subparsers) -> None:
+    from harness.cli import wrapped
+
     p = subparsers.add_parser("mcp", help="serve the file/patch/test tools over MCP (stdio)",
-                              description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    p.add_argument("--root", default=".", help="workspace root; every tool path is resolved inside it")
-    p.add_argument("--test-command", default=None, help="default command for run_tests (python -m pytest -q)")
-    p.add_argument("--test-timeout", type=float, default=300.0, help="upper bound in seconds for run_tests")
+                              description=wrapped(
+                                  "Serve the workspace tools (view, grep, list_files, apply_patch, "
+                                  "apply_search_replace, write_file, run_tests) to another agent over MCP on "
+                                  "stdio. Every path is resolved inside --root (no '..', absolute paths, outside "
+                                  "symlinks or .git/); patches apply all-or-nothing."),
+                              epilog=MCP_EXAMPLES, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("--root", default=".", metavar="DIR",
+                   help="workspace root; every tool path is resolved inside it (default: the current directory)")
+    p.add_argument("--test-command", default=None, metavar="CMD",
+                   help="command run_tests runs in DIR when the caller gives none (default: python -m pytest -q)")
+    p.add_argument("--test-timeout", type=float, default=300.0, metavar="SECONDS",
+                   help="run_tests kills the test process group after this long (default: %(default)s)")
     p.set_defaults(func=run)
 
 
@@ -20,11 +40,15 @@ def run(args) -> int:
     from tools.tests import DEFAULT_COMMAND
     from tools.workspace import WorkspaceError
 
+    if args.test_timeout <= 0:
+        print("deltaserve mcp: --test-timeout must be more than 0 seconds", file=sys.stderr)
+        return 2
+    if sys.stdin.isatty():  # someone ran it by hand: say why nothing seems to happen
+        print("deltaserve mcp: speaking MCP on stdin/stdout; start it from an MCP client (Ctrl-C stops it)",
+              file=sys.stderr)
     try:
         serve(args.root, args.test_command or DEFAULT_COMMAND, args.test_timeout)
     except WorkspaceError as exc:
-        import sys
-
         print(f"deltaserve mcp: {exc}", file=sys.stderr)
         return 2
     return 0

@@ -5,33 +5,62 @@ from __future__ import annotations
 import argparse
 import sys
 
+EXAMPLES = """examples:
+  deltaserve serve                                   # the bundled SmolLM2-135M on http://127.0.0.1:8000/v1
+  deltaserve serve --model path/to/Qwen2.5-0.5B-Instruct --port 8001 --served-model-name qwen
+  deltaserve serve --model model.Q4_1.gguf --num-threads 1 --max-num-seqs 8
+
+then, from any OpenAI client:
+  curl http://127.0.0.1:8000/v1/chat/completions -H 'content-type: application/json' \\
+       -d '{"model": "smollm2-135m", "messages": [{"role": "user", "content": "hi"}]}'
+  deltaserve fix path/to/repo --task "..." --model openai/smollm2-135m --api-base http://127.0.0.1:8000/v1
+
+Every response carries usage.prompt_tokens_details.cached_tokens (prefix-cache hits) and a `metrics` object."""
+
 
 def register(subparsers: argparse._SubParsersAction) -> None:
+    from harness.cli import wrapped
+
     p = subparsers.add_parser("serve", help="serve a model over an OpenAI-compatible HTTP API",
-                              description="Serve a model over an OpenAI-compatible HTTP API "
-                              "(/v1/chat/completions, /v1/completions, /v1/models, /health, /metrics, /stats).")
-    p.add_argument("--model", default="smollm2-135m",
-                   help="bundled name (smollm2-135m), a local HF checkpoint directory, or a .gguf file")
-    p.add_argument("--host", default="127.0.0.1")
-    p.add_argument("--port", type=int, default=8000)
-    p.add_argument("--served-model-name", default=None, help="the model id clients send (default: --model)")
-    p.add_argument("--log-level", default="info", choices=["critical", "error", "warning", "info", "debug"])
-    eng = p.add_argument_group("engine")
-    eng.add_argument("--dtype", default=None, choices=["auto", "float32", "bfloat16", "float16"])
-    eng.add_argument("--device", default=None, help="auto, cpu, cuda, cuda:1, ...")
-    eng.add_argument("--num-threads", type=int, default=None, help="CPU threads for torch (default: torch's)")
-    eng.add_argument("--max-num-seqs", type=int, default=None, help="largest running batch")
-    eng.add_argument("--max-num-batched-tokens", type=int, default=None, help="tokens per forward pass")
-    eng.add_argument("--num-blocks", type=int, default=None, help="KV cache blocks in the pool")
-    eng.add_argument("--max-model-len", type=int, default=None, help="cap the context length")
+                              description=wrapped(
+                                  "Serve a model over an OpenAI-compatible HTTP API (/v1/chat/completions, "
+                                  "/v1/completions, /v1/models, /health, /metrics, /stats). The model is loaded "
+                                  "once; requests join the running batch and stream tokens as they decode."),
+                              epilog=EXAMPLES, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("--model", default="smollm2-135m", metavar="NAME|DIR|GGUF",
+                   help="bundled name (smollm2-135m), a local HF checkpoint directory, or a .gguf file; nothing "
+                        "is downloaded (default: %(default)s)")
+    p.add_argument("--host", default="127.0.0.1", help="address to listen on (default: %(default)s)")
+    p.add_argument("--port", type=int, default=8000, help="TCP port (default: %(default)s)")
+    p.add_argument("--served-model-name", default=None, metavar="NAME",
+                   help="the model id clients send (default: --model)")
+    p.add_argument("--log-level", default="info", choices=["critical", "error", "warning", "info", "debug"],
+                   help="uvicorn's log level (default: %(default)s)")
+    eng = p.add_argument_group("engine (defaults: EngineConfig's)")
+    eng.add_argument("--dtype", default=None, choices=["auto", "float32", "bfloat16", "float16"],
+                     help="weights and KV cache dtype (default: auto, bfloat16 on GPU)")
+    eng.add_argument("--device", default=None, help="auto, cpu, cuda, cuda:1, ... (default: auto)")
+    eng.add_argument("--num-threads", type=int, default=None, metavar="N",
+                     help="CPU threads for torch (default: torch's; 1 is steadier on a busy machine)")
+    eng.add_argument("--max-num-seqs", type=int, default=None, metavar="N", help="largest running batch")
+    eng.add_argument("--max-num-batched-tokens", type=int, default=None, metavar="N",
+                     help="tokens per forward pass (the chunked-prefill budget)")
+    eng.add_argument("--num-blocks", type=int, default=None, metavar="N",
+                     help="KV cache blocks in the pool (default: sized from memory)")
+    eng.add_argument("--max-model-len", type=int, default=None, metavar="N", help="cap the context length")
     eng.add_argument("--no-prefix-caching", action="store_true", help="disable prefix caching")
-    eng.add_argument("--speculative", action="store_true", help="enable speculative decoding (n-gram / prediction)")
-    lim = p.add_argument_group("request limits")
-    lim.add_argument("--max-prompt-tokens", type=int, default=None, help="default: the context length")
-    lim.add_argument("--max-tokens", type=int, default=4096, help="largest max_tokens a request may ask for")
-    lim.add_argument("--max-waiting", type=int, default=256,
-                     help="requests that may wait beyond one running batch before new ones get 503")
-    lim.add_argument("--max-body-bytes", type=int, default=8 * 1024 * 1024)
+    eng.add_argument("--speculative", action=argparse.BooleanOptionalAction, default=None,
+                     help="speculative decoding from prompt n-grams and `prediction` (default: on)")
+    lim = p.add_argument_group("request limits (each answers with its own 4xx/503)")
+    lim.add_argument("--max-prompt-tokens", type=int, default=None, metavar="N",
+                     help="longest prompt accepted (default: the context length)")
+    lim.add_argument("--max-tokens", type=int, default=4096, metavar="N",
+                     help="largest max_tokens a request may ask for (default: %(default)s)")
+    lim.add_argument("--max-waiting", type=int, default=256, metavar="N",
+                     help="requests that may wait beyond one running batch before new ones get 503 "
+                          "(default: %(default)s)")
+    lim.add_argument("--max-body-bytes", type=int, default=8 * 1024 * 1024, metavar="N",
+                     help="largest request body (default: %(default)s)")
     p.set_defaults(func=run)
 
 
@@ -45,29 +74,54 @@ def engine_kwargs(args: argparse.Namespace) -> dict:
         "max_num_batched_tokens": args.max_num_batched_tokens,
         "num_blocks": args.num_blocks,
         "max_model_len": args.max_model_len,
+        "speculative": args.speculative,
     }
     kwargs = {k: v for k, v in kwargs.items() if v is not None}
     if args.no_prefix_caching:
         kwargs["enable_prefix_caching"] = False
-    if args.speculative:
-        kwargs["speculative"] = True
     return kwargs
 
 
 def run(args: argparse.Namespace) -> int:
-    from engine import Engine
+    from pydantic import ValidationError
+
     from engine.errors import EngineError
-    from engine.server import ServerLimits, run_server
+    from engine.server import ServerLimits, bind_socket, run_server
 
     try:
         limits = ServerLimits(max_prompt_tokens=args.max_prompt_tokens, max_tokens=args.max_tokens,
                               max_waiting=args.max_waiting, max_body_bytes=args.max_body_bytes)
+    except ValidationError as exc:
+        return _fail(_first_problem(exc))
+    try:  # before the model loads: a taken port should fail in a second, not after the load
+        sock = bind_socket(args.host, args.port)
+    except OSError as exc:
+        return _fail(f"cannot listen on {args.host}:{args.port}: {exc.strerror or exc}"
+                     + ("; pick another with --port" if exc.errno == 98 else ""))
+    try:
+        from engine import Engine
+
         engine = Engine.from_pretrained(args.model, **engine_kwargs(args))
-    except (EngineError, ValueError) as exc:
-        print(f"deltaserve serve: {exc}", file=sys.stderr)
-        return 2
+    except ValidationError as exc:
+        sock.close()
+        return _fail(_first_problem(exc))
+    except (EngineError, ValueError, OSError) as exc:
+        sock.close()
+        return _fail(str(exc))
     print(f"deltaserve: serving {args.served_model_name or engine.model_name} "
           f"(context {engine.max_model_len}) on http://{args.host}:{args.port}/v1", file=sys.stderr, flush=True)
     run_server(engine, args.host, args.port, served_model_name=args.served_model_name, limits=limits,
-               log_level=args.log_level)
+               log_level=args.log_level, sock=sock)
     return 0
+
+
+def _first_problem(exc) -> str:
+    """`--option-name: message` for a pydantic error on a limit or engine setting."""
+    first = exc.errors()[0]
+    name = "--" + "-".join(str(p) for p in first.get("loc", ())).replace("_", "-")
+    return f"{name}: {first.get('msg', 'invalid value')}"
+
+
+def _fail(message: str) -> int:
+    print(f"deltaserve serve: {message}", file=sys.stderr)
+    return 2

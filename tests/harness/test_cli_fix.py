@@ -2,6 +2,8 @@
 
 import subprocess
 
+import pytest
+
 from harness.cli import main
 
 
@@ -10,11 +12,11 @@ def git(root, *args):
 
 
 def test_help_lists_every_option(capsys):
-    try:
+    with pytest.raises(SystemExit) as exc:
         main(["fix", "--help"])
-    except SystemExit as exc:
-        assert exc.code == 0
+    assert exc.value.code == 0
     text = capsys.readouterr().out
+    assert "examples:" in text and "(default: local/smollm2-135m)" in text
     for option in ["--task", "--test-cmd", "--model", "--api-base", "--format", "--max-steps", "--max-tokens",
                    "--trace", "--dry-run", "--allow-dirty", "--copy", "--threads"]:
         assert option in text
@@ -42,5 +44,24 @@ def test_copy_with_an_unreachable_model_ends_cleanly(project, test_cmd, tmp_path
 
 def test_bad_arguments(project, capsys):
     assert main(["fix", str(project / "missing"), "--task", "x"]) == 2
+    assert "is not a directory" in capsys.readouterr().err
     assert main(["fix", str(project), "--task", "x", "--max-steps", "0"]) == 2
     assert main(["fix", str(project), "--task", "x", "--threads", "0"]) == 2
+    assert "must be at least 1" in capsys.readouterr().err
+
+
+def test_unknown_local_model_is_refused_before_the_run(project, capsys):
+    assert main(["fix", str(project), "--task", "x", "--model", "local/no-such-model"]) == 2
+    captured = capsys.readouterr()
+    assert "cannot load local/no-such-model: unknown model 'no-such-model'" in captured.err
+    assert "Step 0" not in captured.out  # the tests did not run
+
+
+def test_top_level_help_and_no_command(capsys):
+    with pytest.raises(SystemExit) as exc:
+        main(["--help"])
+    assert exc.value.code == 0
+    out = capsys.readouterr().out
+    for command in ["fix", "serve", "mcp"]:
+        assert f"deltaserve {command} " in out  # an example of each
+    assert main([]) == 2 and "COMMAND" in capsys.readouterr().out

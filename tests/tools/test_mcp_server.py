@@ -6,6 +6,7 @@ import os
 import sys
 
 import anyio
+import pytest
 from mcp import Client
 from mcp.client.stdio import StdioServerParameters
 
@@ -14,6 +15,20 @@ EXPECTED_TOOLS = {"view", "list_files", "grep", "apply_patch", "apply_search_rep
 
 def _text(result) -> str:
     return "\n".join(c.text for c in result.content if getattr(c, "text", None) is not None)
+
+
+def test_cli_help_and_bad_arguments(tmp_path, capsys):
+    from harness.cli import main
+
+    with pytest.raises(SystemExit) as exc:
+        main(["mcp", "--help"])
+    assert exc.value.code == 0
+    out = capsys.readouterr().out
+    assert "examples:" in out and "mcpServers" in out and "(default: 300.0)" in out
+    assert main(["mcp", "--root", str(tmp_path / "missing")]) == 2
+    assert "is not a directory" in capsys.readouterr().err
+    assert main(["mcp", "--root", str(tmp_path), "--test-timeout", "0"]) == 2
+    assert "--test-timeout" in capsys.readouterr().err
 
 
 def test_every_tool_over_stdio(workspace):

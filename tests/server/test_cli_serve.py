@@ -1,0 +1,60 @@
+"""`deltaserve serve` explains itself and turns common mistakes into one clear line and exit code 2."""
+
+from __future__ import annotations
+
+import socket
+
+import pytest
+
+from harness.cli import build_parser, main
+from harness.cli.serve import engine_kwargs
+
+
+def test_help_has_defaults_and_examples(capsys):
+    with pytest.raises(SystemExit) as exc:
+        main(["serve", "--help"])
+    assert exc.value.code == 0
+    out = capsys.readouterr().out
+    assert "examples:" in out and "deltaserve serve --model" in out
+    assert "(default: 8000)" in out and "(default: 127.0.0.1)" in out and "--no-speculative" in out
+
+
+def test_port_in_use_fails_before_the_model_loads(capsys):
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        port = taken.getsockname()[1]
+        # the model does not exist either: the port is checked first, so that is the error shown
+        assert main(["serve", "--model", "/no/such/model", "--port", str(port)]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith(f"deltaserve serve: cannot listen on 127.0.0.1:{port}")
+    assert "in use" in err and "--port" in err
+
+
+@pytest.mark.parametrize("model, says", [
+    ("no-such-model", "unknown model 'no-such-model'"),
+    ("/no/such/dir", "unknown model '/no/such/dir'"),
+    ("{tmp}/weights.txt", "neither a .gguf file nor a model directory"),
+    ("{tmp}/bad.gguf", "not a GGUF file"),
+])
+def test_bad_model_is_one_clear_line(tmp_path, capsys, model, says):
+    (tmp_path / "weights.txt").write_text("not weights")
+    (tmp_path / "bad.gguf").write_bytes(b"garbage")
+    assert main(["serve", "--model", model.format(tmp=tmp_path), "--port", "0"]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("deltaserve serve: ") and says in err and "Traceback" not in err
+
+
+def test_bad_limit_names_the_option(capsys):
+    assert main(["serve", "--max-waiting", "-1", "--port", "0"]) == 2
+    assert capsys.readouterr().err.startswith("deltaserve serve: --max-waiting: ")
+
+
+def test_only_the_engine_options_given_reach_the_engine():
+    def kwargs(*argv):
+        return engine_kwargs(build_parser().parse_args(["serve", *argv]))
+
+    assert kwargs() == {}  # EngineConfig's defaults decide
+    assert kwargs("--no-speculative", "--no-prefix-caching") == {"speculative": False, "enable_prefix_caching": False}
+    assert kwargs("--speculative", "--num-threads", "1", "--num-blocks", "64") == {
+        "speculative": True, "num_threads": 1, "num_blocks": 64}
