@@ -18,7 +18,7 @@ from pydantic import BaseModel, computed_field
 class ApplyOutcome(BaseModel):
     ok: bool
     files_changed: list[str] = []
-    strategies: list[str] = []  # per hunk: exact, whitespace, fuzzy, ... (tools.patch)
+    strategies: list[str] = []  # per hunk, how it matched: one of tools.patch.HUNK_STRATEGIES (exact, rstrip, ...)
     error: str | None = None  # the PatchError message the model was shown
     dry_run: bool = False
 

@@ -18,7 +18,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from tools.diff_parse import DiffParseError, FilePatch, parse_diff
-from tools.hunks import Hunk, HunkError, apply_hunks
+from tools.hunks import STRATEGIES, Hunk, HunkError, apply_hunks
 from tools.search_replace import SearchReplace, parse_search_replace_blocks, search_replace_hunk
 from tools.textfile import TextFile, atomic_write, check_encodable
 from tools.workspace import Workspace, WorkspaceError
@@ -28,6 +28,9 @@ __all__ = [
     "apply_search_replace_blocks", "parse_search_replace_blocks", "write_file",
 ]
 
+# Every HunkResult.strategy: how hunks located by content matched (tools.hunks, in the order tried), then a hunk
+# placed by its line number alone, a file created or deleted, a whole-file write.
+HUNK_STRATEGIES = (*STRATEGIES, "line-number", "create", "delete", "whole")
 MAX_SHOWN_LINES = 12
 
 
@@ -45,7 +48,7 @@ class PatchError(ValueError):
 class HunkResult:
     file: str
     index: int  # 0-based, per file, in the order the edit lists them
-    strategy: str  # exact | rstrip | indent | fuzzy | line-number | create | delete | whole
+    strategy: str  # one of HUNK_STRATEGIES
     start_line: int  # 1-based line in the original file where the hunk's source begins
 
 

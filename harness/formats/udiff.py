@@ -1,7 +1,7 @@
 """`udiff` (the default): the model writes a unified diff; only changed lines plus a little context.
 
 Parsing only finds the diff text in the reply; tools.patch.apply_patch parses it (unidiff) and applies it
-with its exact -> whitespace-tolerant -> fuzzy fallbacks.
+locating each hunk by content: exact -> rstrip -> indent -> blank-lines -> fuzzy (tools.hunks).
 """
 
 from __future__ import annotations

@@ -86,6 +86,7 @@ def test_two_step_fix_with_every_number_checked(project, test_cmd, tmp_path):
     counterfactual = f"calc.py\n```\n{FIXED}```"
     assert (s2.step, s2.action, s2.outcome) == (2, "edit", "tests pass")
     assert s2.apply.ok and s2.apply.files_changed == ["calc.py"] and s2.tests.ok and s2.tests.passed == 1
+    assert s2.apply.strategies == ["exact"]  # tools.patch's name for how the hunk matched
     assert (s2.prompt_tokens, s2.cached_tokens, s2.completion_tokens) == (u2["prompt"], u2["cached"], u2["completion"])
     assert (s2.prefill_saved, s2.prefill_computed) == (u2["cached"], u2["prompt"] - u2["cached"])
     assert s2.whole_file_tokens == tokens(text=counterfactual)

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from tools.patch import PatchError, apply_patch
+from tools.patch import HUNK_STRATEGIES, PatchError, apply_patch
 
 CALC = """import math
 
@@ -247,6 +247,7 @@ def test_case(workspace, snapshot, case):
             assert (got.encode("latin-1" if path == "l1.txt" else "utf-8") if got is not None else None) == (
                 _expect_bytes(want).removeprefix(b"\xef\xbb\xbf") if want is not None else None)
     assert dry.files_changed == result.files_changed
+    assert {h.strategy for h in result.hunks} <= set(HUNK_STRATEGIES)
     if case.strategies is not None:
         assert [h.strategy for h in result.hunks] == case.strategies
     # Nothing else appeared (no temp files left behind).
