@@ -293,35 +293,50 @@ class ServeProcess:
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
     src = p.add_mutually_exclusive_group()
-    src.add_argument("--url", help="an already running server (default: spawn `deltaserve serve`)")
+    src.add_argument("--url", help="an already running server, e.g. http://127.0.0.1:8000 (default: spawn "
+                     "`deltaserve serve` on a free port and stop it afterwards)")
     src.add_argument("--tiny", action="store_true", help="spawn a server on a tiny random-weight model")
-    p.add_argument("--model", default="smollm2-135m", help="model for the spawned server")
+    p.add_argument("--model", default="smollm2-135m", help="model for the spawned server (default: %(default)s)")
     d = LoadConfig()
-    p.add_argument("--requests", type=int, default=d.requests)
-    p.add_argument("--concurrency", type=int, default=d.concurrency)
-    p.add_argument("--disconnect-fraction", type=float, default=d.disconnect_fraction)
-    p.add_argument("--invalid-every", type=int, default=d.invalid_every)
-    p.add_argument("--max-tokens", type=int, default=d.max_tokens)
-    p.add_argument("--seed", type=int, default=d.seed)
-    p.add_argument("--deadline", type=float, default=d.deadline_s, help="seconds; the run stops after this")
-    p.add_argument("--serve-arg", action="append", default=[], help="extra argument for `deltaserve serve`")
-    p.add_argument("--json", type=Path, help="also write the report here")
+    p.add_argument("--requests", type=int, default=d.requests, metavar="N",
+                   help="streaming requests in all (default: %(default)s)")
+    p.add_argument("--concurrency", type=int, default=d.concurrency, metavar="N",
+                   help="requests in flight at most (default: %(default)s)")
+    p.add_argument("--disconnect-fraction", type=float, default=d.disconnect_fraction, metavar="F",
+                   help="share of clients that leave mid-stream (default: %(default)s)")
+    p.add_argument("--invalid-every", type=int, default=d.invalid_every, metavar="K",
+                   help="every K-th request is malformed and must get a 4xx (default: %(default)s)")
+    p.add_argument("--max-tokens", type=int, default=d.max_tokens, metavar="N",
+                   help="max_tokens per request (default: %(default)s)")
+    p.add_argument("--seed", type=int, default=d.seed, help="seed for the request mix (default: %(default)s)")
+    p.add_argument("--deadline", type=float, default=d.deadline_s, metavar="SECONDS",
+                   help="the run stops after this; unfinished requests count as errors (default: %(default)s)")
+    p.add_argument("--serve-arg", action="append", default=[], metavar="ARG",
+                   help="extra argument for the spawned `deltaserve serve` (repeatable)")
+    p.add_argument("--json", type=Path, metavar="FILE", help="also write the report here")
 
 
 def run(args: argparse.Namespace) -> int:
     cfg = LoadConfig(requests=args.requests, concurrency=args.concurrency,
                      disconnect_fraction=args.disconnect_fraction, invalid_every=args.invalid_every,
                      max_tokens=args.max_tokens, seed=args.seed, deadline_s=args.deadline)
-    if args.url:
-        report = asyncio.run(run_load(args.url, None, cfg))
-    else:
-        model = args.model
-        if args.tiny:
-            from engine.testing import make_tiny_model_dir
+    try:
+        if args.url:
+            report = asyncio.run(run_load(args.url, None, cfg))
+        else:
+            model = args.model
+            if args.tiny:
+                from engine.testing import make_tiny_model_dir
 
-            model = str(make_tiny_model_dir(Path(tempfile.gettempdir()) / "deltaserve-load-tiny"))
-        with ServeProcess(model, args.serve_arg) as server:
-            report = asyncio.run(run_load(server.url, None, cfg))
+                model = str(make_tiny_model_dir(Path(tempfile.gettempdir()) / "deltaserve-load-tiny"))
+            with ServeProcess(model, args.serve_arg) as server:
+                report = asyncio.run(run_load(server.url, None, cfg))
+    except httpx.TransportError as exc:  # before the run: the server is not there
+        print(f"load: cannot reach {args.url or 'the spawned server'}: {exc}", file=sys.stderr)
+        return 2
+    except RuntimeError as exc:  # the spawned server did not come up; its log tail is in the message
+        print(f"load: {exc}", file=sys.stderr)
+        return 2
     body = {**asdict(report), "ok": report.ok}
     print(json.dumps(body, indent=2))
     if args.json:

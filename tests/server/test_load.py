@@ -28,3 +28,15 @@ def test_short_load_run_with_disconnects_leaves_a_clean_pool(tiny_model_dir):
         # A client may leave just after its last token was generated: then the server finished it normally.
         assert 0 < aborted <= report.aborted
         assert report.ok
+
+
+def test_unreachable_url_is_a_clear_error(capsys):
+    import socket
+
+    from evals.load import main
+
+    with socket.socket() as s:  # a port nobody listens on once this closes
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    assert main(["--url", f"http://127.0.0.1:{port}", "--requests", "2"]) == 2
+    assert capsys.readouterr().err.startswith(f"load: cannot reach http://127.0.0.1:{port}")
