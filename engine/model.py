@@ -61,6 +61,20 @@ class ForwardBatch:
     identity_output: bool  # one group whose padded rows are exactly the flat batch, in order
 
 
+def mkldnn_linear(x: torch.Tensor, w: torch.Tensor, b: torch.Tensor | None = None) -> torch.Tensor:
+    return torch.ops.mkldnn._linear_pointwise(x, w, b, "none", [], "")
+
+
+def can_prepack(dtype: torch.dtype, device: torch.device) -> bool:
+    """oneDNN-prepacked bf16 weights: bit-identical to F.linear here, ~1.4-1.9x faster for batch-1 decode
+    (measured on the 2-core build box); fp32 keeps F.linear, whose results the HF comparisons pin."""
+    try:
+        return (device.type == "cpu" and dtype == torch.bfloat16 and torch.backends.mkldnn.is_available()
+                and torch.ops.mkldnn._is_mkldnn_bf16_supported())
+    except (AttributeError, RuntimeError):
+        return False
+
+
 def hf_arch(hf_config) -> str:
     arch = getattr(hf_config, "model_type", None)
     if arch not in SUPPORTED_ARCHS:
@@ -171,8 +185,24 @@ class LlamaModel:
             layer.gu_b = cat_opt([m + "gate_proj.bias", m + "up_proj.bias"], [inter, inter])
             layer.down_w, layer.down_b = w(m + "down_proj.weight"), opt(m + "down_proj.bias")
             self.layers.append(layer)
+        self.linear = F.linear
+        if can_prepack(dtype, self.device):
+            self._prepack()
         self.cos, self.sin = rope_tables(c, hd, max_positions, dtype, self.device)
         self.max_positions = max_positions
+
+    def _prepack(self) -> None:
+        pack = torch.ops.mkldnn._reorder_linear_weight
+        try:
+            packed = [[pack(getattr(layer, n), 1) for n in ("qkv_w", "o_w", "gu_w", "down_w")] for layer in self.layers]
+            lm_head = pack(self.lm_head, 1)
+            mkldnn_linear(torch.zeros(1, self.hidden_size, dtype=self.dtype), lm_head)
+        except RuntimeError:
+            return  # this build cannot; plain F.linear it is
+        for layer, (qkv, o, gu, down) in zip(self.layers, packed, strict=True):
+            layer.qkv_w, layer.o_w, layer.gu_w, layer.down_w = qkv, o, gu, down
+        self.lm_head = lm_head  # a packed copy; the embedding keeps the plain (maybe tied) tensor
+        self.linear = mkldnn_linear
 
     # ---- batch preparation (once per step, shared by all layers) ----
 
@@ -279,6 +309,7 @@ class LlamaModel:
     def forward(self, batch: ForwardBatch, kv: KVCache) -> torch.Tensor:
         """Logits (float32) for batch.logits_index rows, in that order."""
         nh, nkv, hd = self.num_heads, self.num_kv_heads, self.head_dim
+        linear = self.linear
         total = batch.input_ids.shape[0]
         x = F.embedding(batch.input_ids, self.embed)
         cos, sin = self.cos[batch.positions], self.sin[batch.positions]
@@ -286,7 +317,7 @@ class LlamaModel:
         qk_width = (nh + nkv) * hd
         for i, layer in enumerate(self.layers):
             h = F.rms_norm(x, (self.hidden_size,), layer.in_norm, self.eps)
-            qkv = F.linear(h, layer.qkv_w, layer.qkv_b)
+            qkv = linear(h, layer.qkv_w, layer.qkv_b)
             qk = qkv[:, :qk_width].view(total, nh + nkv, hd)
             if layer.qk_norm is not None:
                 qk = F.rms_norm(qk, (hd,), None, self.eps) * layer.qk_norm
@@ -296,13 +327,13 @@ class LlamaModel:
             kv.k_heads[i].index_copy_(1, batch.slots, k.transpose(0, 1))
             kv.v_heads[i].index_copy_(1, batch.slots, v.transpose(0, 1))
             attn = self._attention(q, k, v, kv.k_heads[i], kv.v_heads[i], batch, total)
-            x = x + F.linear(attn, layer.o_w, layer.o_b)
+            x = x + linear(attn, layer.o_w, layer.o_b)
             h = F.rms_norm(x, (self.hidden_size,), layer.post_norm, self.eps)
-            gate, up = F.linear(h, layer.gu_w, layer.gu_b).chunk(2, dim=-1)
-            x = x + F.linear(F.silu(gate) * up, layer.down_w, layer.down_b)
+            gate, up = linear(h, layer.gu_w, layer.gu_b).chunk(2, dim=-1)
+            x = x + linear(F.silu(gate) * up, layer.down_w, layer.down_b)
         x = x.index_select(0, batch.logits_index)
         x = F.rms_norm(x, (self.hidden_size,), self.final_norm, self.eps)
-        return F.linear(x, self.lm_head).float()
+        return linear(x, self.lm_head).float()
 
     def _attention(self, q, k, v, k_cache, v_cache, batch: ForwardBatch, total: int) -> torch.Tensor:
         nh, hd = self.num_heads, self.head_dim
