@@ -14,7 +14,6 @@ from __future__ import annotations
 import argparse
 import importlib.util
 import random
-import re
 import sys
 import time
 from collections import Counter
@@ -30,19 +29,11 @@ diff_fuzz = sys.modules.setdefault("diff_fuzz", importlib.util.module_from_spec(
 _spec.loader.exec_module(diff_fuzz)
 
 BAD = ("crash", "partial_write", "silent_refusal", "wrong_result")
-_HDR = re.compile(r"^@@ -(\d+)(?:,(\d+))? \+(\d+)(?:,(\d+))? @@")
-
-
-def _shift(diff: str, k: int) -> str:
-    def move(m):
-        return f"@@ -{max(1, int(m.group(1)) + k)},{m.group(2) or 1} +{max(1, int(m.group(3)) + k)},{m.group(4) or 1} @@"
-
-    return "\n".join(_HDR.sub(move, ln) for ln in diff.split("\n"))
 
 
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--examples", type=int, default=10_000)
+    ap.add_argument("--examples", type=int, default=10_000, help="how many (default: %(default)s)")
     ap.add_argument("--show", type=int, default=3, help="bad examples to print per kind")
     args = ap.parse_args()
 
@@ -59,7 +50,7 @@ def main() -> int:
         mode = data.draw(st.sampled_from(["exact", "shifted", "corrupted", "corrupted"]))
         if mode == "shifted":
             sc = data.draw(diff_fuzz.scenarios(unique=True, min_context=1))
-            diff = _shift(diff_fuzz.unified_diff(sc), data.draw(st.sampled_from([-50, -5, -1, 1, 3, 40, 1000])))
+            diff = diff_fuzz.shift_line_numbers(diff_fuzz.unified_diff(sc), data.draw(st.sampled_from([-50, -5, -1, 1, 3, 40, 1000])))
             kinds = []
         else:
             sc = data.draw(diff_fuzz.scenarios())

@@ -165,6 +165,15 @@ def _modified_only(sc: Scenario) -> bool:
     return all(sc.before[p].lines is not None and sc.after[p].lines is not None for p in sc.before)
 
 
+def shift_line_numbers(diff: str, k: int) -> str:
+    """Every hunk header's line numbers moved by k (at least 1): the wrong numbers models write."""
+
+    def move(m):
+        return f"@@ -{max(1, int(m.group(1)) + k)},{m.group(2) or 1} +{max(1, int(m.group(3)) + k)},{m.group(4) or 1} @@"
+
+    return "\n".join(_HDR.sub(move, ln) if ln.startswith("@@") else ln for ln in diff.split("\n"))
+
+
 def corrupt(diff: str, kind: str, rnd: random.Random, sc: Scenario) -> str | None:
     """The diff with one model-style mistake; None if this corruption does not fit this scenario."""
     lines = diff.split("\n")
@@ -182,10 +191,7 @@ def corrupt(diff: str, kind: str, rnd: random.Random, sc: Scenario) -> str | Non
     elif kind == "shift_numbers":
         if not sc.unique_lines:
             return None  # with repeated lines a wrong number can point at another true match
-        k = rnd.choice([-30, -7, -1, 1, 5, 100])
-        lines = [(_HDR.sub(lambda m: f"@@ -{max(1, int(m.group(1)) + k)},{m.group(2) or 1} "
-                                     f"+{max(1, int(m.group(3)) + k)},{m.group(4) or 1} @@", ln)
-                  if ln.startswith("@@") else ln) for ln in lines]
+        lines = shift_line_numbers("\n".join(lines), rnd.choice([-30, -7, -1, 1, 5, 100])).split("\n")
     elif kind == "fence":
         return f"Here is the fix:\n\n```diff\n{diff}```\n\nThis should work."
     elif kind == "filename_line":

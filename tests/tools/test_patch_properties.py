@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import importlib.util
 import random
-import re
 import shutil
 import sys
 from pathlib import Path
@@ -41,13 +40,7 @@ def test_difflib_diff_applies_exactly(sc):
 def test_shifted_line_numbers_still_apply(sc, shift):
     """Every hunk has context here: a hunk with none (difflib n=0) can only be placed by its line number, so a
     wrong number cannot be detected there."""
-    diff = diff_fuzz.unified_diff(sc)
-
-    def move(m):
-        old, new = max(1, int(m.group(1)) + shift), max(1, int(m.group(3)) + shift)
-        return f"@@ -{old},{m.group(2) or 1} +{new},{m.group(4) or 1} @@"
-
-    shifted = "\n".join(re.sub(r"^@@ -(\d+)(?:,(\d+))? \+(\d+)(?:,(\d+))? @@", move, ln) for ln in diff.split("\n"))
+    shifted = diff_fuzz.shift_line_numbers(diff_fuzz.unified_diff(sc), shift)
     outcome, detail = _run(sc, shifted)
     assert outcome == "applied", (outcome, detail, shifted)
 
