@@ -118,9 +118,13 @@ def decode_table(rows: list[dict]) -> str:
             cols[key].append(value)
             line.append(_fmt(value, 1))
         body.append(line)
-    medians = ["**median**"] + [
-        _fmt(_median(cols[h]), 1 if "/" in h else 2) if cols[h] else "-" for h in header[1:]
-    ]
+    def median_cell(h: str) -> str:
+        value = _median(cols[h])
+        if value is not None and all(isinstance(v, int) for v in cols[h] if v is not None):
+            return _fmt(round(value))
+        return _fmt(value, 1 if "/" in h else 2)
+
+    medians = ["**median**"] + [median_cell(h) if cols[h] else "-" for h in header[1:]]
     body.append(medians)
     text = _md_table(header, body)
     scales = [r["context_scale"] for r in rows_of(rows, "decode_cost") if r.get("context_scale", 1.0) < 1.0]
@@ -177,9 +181,11 @@ def replay_summary(rows: list[dict]) -> dict:
         "replay prefill from cache (steps 2+)": sum(r["cached_tokens"] for r in later)
         / max(1, sum(r["prompt_tokens"] for r in later)),
     }
-    if off:
+    paired = {(r["task"], r["step"]) for r in off if r["step"] > 1}
+    if paired:  # only the task x step pairs measured both ways
         out["replay ttft off/on (steps 2+)"] = _ratio(
-            sum(r["ttft_s"] for r in off if r["step"] > 1), sum(r["ttft_s"] for r in later)
+            sum(r["ttft_s"] for r in off if (r["task"], r["step"]) in paired),
+            sum(r["ttft_s"] for r in later if (r["task"], r["step"]) in paired),
         )
     return out
 

@@ -26,6 +26,9 @@ ROWS = [
     {"kind": "replay", "task": "t1", "step": 1, "cache": "on", "prompt_tokens": 100, "cached_tokens": 0, "ttft_s": 1.0},
     {"kind": "replay", "task": "t1", "step": 2, "cache": "on", "prompt_tokens": 200, "cached_tokens": 150, "ttft_s": 0.5},
     {"kind": "replay", "task": "t1", "step": 2, "cache": "off", "prompt_tokens": 200, "cached_tokens": 0, "ttft_s": 2.0},
+    # t2 was replayed with the cache on only: it must not enter the off/on TTFT ratio
+    {"kind": "replay", "task": "t2", "step": 1, "cache": "on", "prompt_tokens": 100, "cached_tokens": 0, "ttft_s": 1.0},
+    {"kind": "replay", "task": "t2", "step": 2, "cache": "on", "prompt_tokens": 200, "cached_tokens": 150, "ttft_s": 9.0},
 ]
 
 
@@ -42,8 +45,8 @@ def test_summary_medians_of_per_task_ratios():
     # seconds: t1 2/0.5=4, t2 15/0.5=30 -> 17
     assert s["whole/udiff decode seconds"] == pytest.approx(17.0)
     assert s["capped rows"] == 1
-    assert s["replay prefill from cache (all steps)"] == pytest.approx(150 / 300)
-    assert s["replay prefill from cache (steps 2+)"] == pytest.approx(150 / 200)
+    assert s["replay prefill from cache (all steps)"] == pytest.approx(300 / 600)
+    assert s["replay prefill from cache (steps 2+)"] == pytest.approx(300 / 400)
     assert s["replay ttft off/on (steps 2+)"] == pytest.approx(4.0)
 
 
