@@ -1,15 +1,76 @@
-"""`deltaserve bench engine|prefix|all|spec`: the engine benchmarks (engine/bench.py), side by side with HF;
-`spec`: speculative decoding off vs on (engine/bench_speculative.py)."""
+"""`deltaserve bench engine|prefix|spec|load`: benchmarks that print their figures side by side, with ratios.
+
+- engine: our engine vs HF generate() (engine/bench.py): prefill tok/s, decode tok/s at short and long context.
+- prefix: the agent workload (per-turn TTFT with/without prefix caching vs HF) and batched throughput.
+- spec:   speculative decoding off vs on over teacher-forced edit replies (engine/bench_speculative.py).
+- load:   a bounded load run with disconnects against a real `deltaserve serve` (evals/load.py).
+"""
 
 from __future__ import annotations
 
+import argparse
+
+EPILOG = """examples:
+  deltaserve bench engine --dtype bfloat16,float32      # ours vs HF generate, batch 1, 2 threads
+  deltaserve bench prefix                               # 5-turn agent workload + 8 concurrent requests
+  deltaserve bench spec --threads 1                     # passes and seconds, speculation off vs on
+  deltaserve bench load --tiny                          # 200 streaming requests, 20% disconnects
+"""
+
+
+def _engine_options(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--model", default="smollm2-135m", help="model name or path (default: %(default)s)")
+    p.add_argument("--dtype", default="bfloat16,float32",
+                   help="comma-separated dtypes to compare; prefix uses the first (default: %(default)s)")
+    p.add_argument("--threads", type=int, default=2, help="torch threads (default: %(default)s)")
+    p.add_argument("--repeats", type=int, default=2, help="timed repeats, best kept (default: %(default)s)")
+
+
+def _run_engine(args) -> int:
+    from engine.bench import bench_engine
+
+    bench_engine(args.model, _dtypes(args), args.threads, args.repeats)
+    return 0
+
+
+def _run_prefix(args) -> int:
+    from engine.bench import bench_prefix
+
+    bench_prefix(args.model, _dtypes(args)[0], args.threads)
+    return 0
+
+
+def _dtypes(args) -> list[str]:
+    return [d.strip() for d in args.dtype.split(",") if d.strip()]
+
+
+def _run_spec(args) -> int:
+    from engine import bench_speculative
+
+    return bench_speculative.run(args)
+
 
 def register(subparsers) -> None:
-    from engine.bench import add_arguments, run
+    parser = subparsers.add_parser(
+        "bench", help="benchmarks: ours vs HF generate, prefix cache, speculation, load",
+        description=__doc__, epilog=EPILOG, formatter_class=argparse.RawDescriptionHelpFormatter)
+    benches = parser.add_subparsers(dest="bench", metavar="BENCH")
 
-    parser = subparsers.add_parser("bench", help="engine benchmarks: ours vs HF generate, prefix cache, batching")
-    add_arguments(parser)
-    from engine import bench_speculative  # `deltaserve bench spec`: speculation off vs on (issue 8)
+    p = benches.add_parser("engine", help="our engine vs HF generate(): prefill and decode tok/s")
+    _engine_options(p)
+    p.set_defaults(func=_run_engine)
 
-    bench_speculative.add_spec_arguments(parser)
-    parser.set_defaults(func=lambda args: bench_speculative.run(args) if args.which == "spec" else run(args))
+    p = benches.add_parser("prefix", help="agent workload TTFT per turn (cache on/off vs HF) and throughput")
+    _engine_options(p)
+    p.set_defaults(func=_run_prefix)
+
+    from engine import bench_speculative
+
+    p = benches.add_parser("spec", help="speculative decoding off vs on: decode passes and seconds")
+    bench_speculative.add_arguments(p)
+    p.set_defaults(func=_run_spec)
+
+    from evals.load import register_load
+
+    register_load(benches)
+    parser.set_defaults(func=lambda args: parser.print_help() or 2)
