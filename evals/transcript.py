@@ -11,8 +11,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from harness import context, formats, lookups
-from harness.agent import describe_tests
+from harness import formats, lookups
+from harness.agent import first_prompt
 from harness.prompt import Prompt
 from tools.patch import PatchError
 
@@ -21,12 +21,7 @@ def step1_prompt(workspace, fmt_name: str, description: str, test_command: str, 
                  context_scale: float = 1.0) -> Prompt:
     """The prompt the agent sends at step 1 (harness/agent.py `Agent.run`), given the step-0 TestResult.
     `context_scale` < 1 shrinks the harness's context size caps, for models whose context is too small."""
-    fmt = formats.get(fmt_name)
-    files = context.gather(workspace, description.strip(), tests.output,
-                           max_file_chars=int(context.MAX_FILE_CHARS * context_scale),
-                           max_total_chars=int(context.MAX_TOTAL_CHARS * context_scale))
-    task_text = f"Task: {description.strip()}\n\n{describe_tests(tests, test_command)}"
-    return Prompt(fmt.instructions(), context.render(files, fmt.NUMBERED_CONTEXT), task_text)
+    return first_prompt(workspace, formats.get(fmt_name), description, test_command, tests, context_scale)[0]
 
 
 @dataclass(frozen=True)

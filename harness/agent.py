@@ -34,16 +34,27 @@ def _tail(text: str, limit: int = OUTPUT_TAIL_CHARS) -> str:
     return text if len(text) <= limit else "...\n" + text[-limit:]
 
 
+
+# Shrinking the context caps stops here (the prompt then goes out as is; the engine says if it is too long).
+MIN_CONTEXT_SCALE = 0.1
+# Tokens kept free beyond one reply for the feedback of later steps (errors, test output, views).
+HISTORY_ROOM = 1024
+
+
 def describe_tests(result, cmd: str) -> str:
     verdict = "PASS" if result.ok else ("TIMED OUT" if result.timed_out else "FAIL")
     counts = f"{result.passed} passed, {result.failed} failed, {result.errors} errors"
     return f"Tests (`{cmd}`): {verdict} ({counts})\n```\n{_tail(result.output)}\n```"
 
 
-def first_prompt(workspace, fmt, task: str, test_cmd: str, tests) -> tuple[Prompt, list[context.ContextFile]]:
+def first_prompt(workspace, fmt, task: str, test_cmd: str, tests,
+                 context_scale: float = 1.0) -> tuple[Prompt, list[context.ContextFile]]:
     """The step-1 prompt, given the step-0 TestResult: format instructions, context files, task, test output.
+    `context_scale` < 1 shrinks the context size caps for models with a small context window.
     (Evals that replay the agent's prompts build them with this too.)"""
-    files = context.gather(workspace, task.strip(), tests.output)
+    files = context.gather(workspace, task.strip(), tests.output,
+                           max_file_chars=int(context.MAX_FILE_CHARS * context_scale),
+                           max_total_chars=int(context.MAX_TOTAL_CHARS * context_scale))
     task_text = f"Task: {task.strip()}\n\n{describe_tests(tests, test_cmd)}"
     return Prompt(fmt.instructions(), context.render(files, fmt.NUMBERED_CONTEXT), task_text), files
 
@@ -105,6 +116,31 @@ class Agent:
             return None
         return whole.render({p: self.workspace.read_text(p) for p in self.seen if self.workspace.exists(p)})
 
+    def fitted_first_prompt(self, tests) -> tuple[Prompt, list[context.ContextFile]]:
+        """The step-1 prompt with its context caps shrunk (x0.8 at a time) until it leaves room for the replies
+        and feedback of later steps in a local model's context window; other providers get the full caps."""
+        window = self.context_window()
+        scale = 1.0
+        while True:
+            prompt, files = first_prompt(self.workspace, self.format, self.task, self.test_cmd, tests, scale)
+            if window is None or scale < MIN_CONTEXT_SCALE:
+                return prompt, files
+            if self._prompt_tokens(prompt.messages) + self.max_tokens + HISTORY_ROOM <= window:
+                return prompt, files
+            scale *= 0.8
+
+    def context_window(self) -> int | None:
+        if not self.model.startswith("local/") or self._complete is not None:
+            return None  # hosted models: their windows dwarf our caps; scripted completions: no model at all
+        from harness.client import local_engine
+
+        return local_engine(self.model.removeprefix("local/")).max_model_len
+
+    def _prompt_tokens(self, messages: list[dict]) -> int:
+        from harness.client import local_engine
+
+        return len(local_engine(self.model.removeprefix("local/")).apply_chat_template(messages))
+
     # -- the loop ----------------------------------------------------------------------------------------
     def run(self) -> RunReport:
         if not self.allow_dirty and not self.dry_run:
@@ -120,7 +156,7 @@ class Agent:
             return report
         self.console.print(f"Step 0: tests fail ({initial.failed} failed, {initial.errors} errors).")
 
-        prompt, files = first_prompt(self.workspace, self.format, self.task, self.test_cmd, initial)
+        prompt, files = self.fitted_first_prompt(initial)
         self.seen = [f.path for f in files if not f.truncated]
 
         with LiveTable(title=f"{self.model} · {self.format.NAME}", console=self.console) as table:
