@@ -3,20 +3,9 @@
 from __future__ import annotations
 
 import pytest
-import torch
 
 from engine import Engine
 from engine.testing import make_tiny_model_dir
-
-
-@pytest.fixture(autouse=True)
-def one_thread():
-    """Tiny models gain nothing from threads, and on a busy 2-core box spinning OpenMP workers slow
-    every op down ~10x; restore the setting afterwards."""
-    before = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(before)
 
 
 @pytest.fixture(scope="session")

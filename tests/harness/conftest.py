@@ -10,17 +10,6 @@ BUGGY = "def add(a, b):\n    return a - b\n\n\ndef mul(a, b):\n    return a * b\
 TEST = "from calc import add\n\n\ndef test_add():\n    assert add(2, 3) == 5\n"
 
 
-@pytest.fixture(autouse=True)
-def one_thread():
-    """The engine runs a 135M model: on a busy 2-core box, spinning OpenMP workers slow it down ~10x."""
-    import torch
-
-    before = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(before)
-
-
 @pytest.fixture
 def test_cmd():
     return TEST_CMD

@@ -8,18 +8,6 @@ import pytest
 TINY = "tiny"  # the served model name
 
 
-@pytest.fixture(autouse=True)
-def one_thread():
-    """Tiny models gain nothing from torch threads, and on a busy 2-core box spinning OpenMP workers slow
-    every op down; the setting is process-wide (the server's worker thread follows it) and restored after."""
-    import torch
-
-    before = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(before)
-
-
 @pytest.fixture(scope="session")
 def tiny_model_dir(tmp_path_factory):
     from engine.testing import make_tiny_model_dir
