@@ -281,37 +281,28 @@ def _plt():
 
 
 def plot_decode_tokens(rows: list[dict], path: Path) -> Path:
-    plt = _plt()
-    fig, ax = plt.subplots(figsize=(7, 4.5))
-    for f in FORMATS:
-        rs = sorted((r for r in rows_of(rows, "decode_cost") if r["format"] == f), key=lambda r: r["edited_file_lines"])
-        if rs:
-            ax.plot([r["edited_file_lines"] for r in rs], [r["reply_tokens"] for r in rs], "o-", label=f)
-    ax.set_xscale("log")
-    ax.set_yscale("log")
-    ax.set_xlabel("edited file size (lines)")
-    ax.set_ylabel("decode tokens of the gold reply")
-    ax.set_title("Decode tokens per edit format")
-    ax.grid(True, which="both", alpha=0.3)
-    ax.legend()
-    fig.tight_layout()
-    fig.savefig(path, dpi=110)
-    plt.close(fig)
-    return path
+    return _plot_per_format(rows, path, lambda r: r["reply_tokens"], "decode tokens of the gold reply",
+                            "Decode tokens per edit format")
 
 
 def plot_decode_seconds(rows: list[dict], path: Path) -> Path:
+    return _plot_per_format(rows, path, full_decode_s, "decode seconds (teacher-forced)",
+                            "Decode seconds per edit format")
+
+
+def _plot_per_format(rows: list[dict], path: Path, value, ylabel: str, title: str) -> Path:
+    """One line per edit format: `value(row)` against the edited file's size, both axes log scale."""
     plt = _plt()
     fig, ax = plt.subplots(figsize=(7, 4.5))
     for f in FORMATS:
         rs = sorted((r for r in rows_of(rows, "decode_cost") if r["format"] == f), key=lambda r: r["edited_file_lines"])
         if rs:
-            ax.plot([r["edited_file_lines"] for r in rs], [full_decode_s(r) for r in rs], "o-", label=f)
+            ax.plot([r["edited_file_lines"] for r in rs], [value(r) for r in rs], "o-", label=f)
     ax.set_xscale("log")
     ax.set_yscale("log")
     ax.set_xlabel("edited file size (lines)")
-    ax.set_ylabel("decode seconds (teacher-forced)")
-    ax.set_title("Decode seconds per edit format")
+    ax.set_ylabel(ylabel)
+    ax.set_title(title)
     ax.grid(True, which="both", alpha=0.3)
     ax.legend()
     fig.tight_layout()
