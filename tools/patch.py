@@ -20,7 +20,7 @@ from pathlib import Path
 from tools.diff_parse import DiffParseError, FilePatch, parse_diff
 from tools.hunks import STRATEGIES, Hunk, HunkError, apply_hunks
 from tools.search_replace import SearchReplace, parse_search_replace_blocks, search_replace_hunk
-from tools.textfile import TextFile, atomic_write, check_encodable
+from tools.textfile import TextFile, atomic_write, check_encodable, split_lines
 from tools.workspace import Workspace, WorkspaceError
 
 __all__ = [
@@ -337,10 +337,7 @@ def apply_search_replace_blocks(ws: Workspace, blocks: list[SearchReplace], dry_
             if current is not None and current.text.strip():
                 raise PatchError(f"Block {n} ({rel}) has an empty SEARCH section, but {rel} already has "
                                  f"content; put the lines next to your change in SEARCH.", rel, n)
-            replace = block.replace.replace("\r\n", "\n")
-            lines = replace.split("\n")
-            if lines and lines[-1] == "":
-                lines.pop()
+            lines, _ = split_lines(block.replace.replace("\r\n", "\n"))
             base = current if current is not None else TextFile([], [])
             plan.set(rel, base.with_lines(lines, [None] * len(lines), final_newline=True))
             plan.hunks.append(HunkResult(rel, idx, "create", 1))
@@ -373,13 +370,7 @@ def write_file(ws: Workspace, path: str, content: str, dry_run: bool = False) ->
     rel = ws.relpath(path)
     plan = _Plan(ws)
     current = plan.current(rel)
-    text = content.replace("\r\n", "\n")
-    lines = text.split("\n")
-    had_final = text.endswith("\n")
-    if had_final:
-        lines.pop()
-    if text == "":
-        lines = []
+    lines, _ = split_lines(content.replace("\r\n", "\n"))
     base = current if current is not None else TextFile([], [])
     final = current.final_newline if current is not None and current.lines else True
     plan.set(rel, base.with_lines(lines, [None] * len(lines), final_newline=final))

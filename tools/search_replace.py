@@ -23,6 +23,7 @@ from dataclasses import dataclass
 
 from tools.diff_parse import looks_like_path
 from tools.hunks import Hunk
+from tools.textfile import split_lines
 
 _SEARCH = re.compile(r"^\s*<{5,9}\s*SEARCH\b.*$")
 _DIVIDER = re.compile(r"^\s*={5,9}\s*$")
@@ -105,15 +106,8 @@ def parse_search_replace_blocks(text: str) -> list[SearchReplace]:
     return blocks
 
 
-def _split(text: str) -> list[str]:
-    lines = text.split("\n")
-    if lines and lines[-1] == "":
-        lines.pop()
-    return lines
-
-
 def search_replace_hunk(search: str, replace: str) -> Hunk:
-    s, r = _split(search), _split(replace)
+    s, r = split_lines(search)[0], split_lines(replace)[0]
     lines: list[tuple[str, str]] = []
     for tag, i1, i2, j1, j2 in difflib.SequenceMatcher(None, s, r, autojunk=False).get_opcodes():
         if tag == "equal":
