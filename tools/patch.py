@@ -85,25 +85,27 @@ class _Plan:
         self.ws = ws
         self.changes: dict[str, _Change] = {}
         self.hunks: list[HunkResult] = []
+        self._disk: dict[str, TextFile | None] = {}  # each file read once, by current() or set()
+
+    def _original(self, rel: str) -> TextFile | None:
+        if rel not in self._disk:
+            real = self.ws.resolve(rel)
+            if real.is_dir():
+                raise WorkspaceError(f"{rel!r} is a directory, not a file")
+            self._disk[rel] = TextFile.load(real, rel) if real.exists() else None
+        return self._disk[rel]
 
     def current(self, rel: str) -> TextFile | None:
         """The file's content as this plan has it so far (disk, or an earlier edit in the same plan)."""
         if rel in self.changes:
             return self.changes[rel].after
-        real = self.ws.resolve(rel)
-        if real.is_dir():
-            raise WorkspaceError(f"{rel!r} is a directory, not a file")
-        if not real.exists():
-            return None
-        return TextFile.load(real, rel)
+        return self._original(rel)
 
     def set(self, rel: str, after: TextFile | None) -> None:
         if rel in self.changes:
             self.changes[rel].after = after
             return
-        real = self.ws.resolve(rel)
-        before = TextFile.load(real, rel) if real.exists() else None
-        self.changes[rel] = _Change(rel, real, before, after)
+        self.changes[rel] = _Change(rel, self.ws.resolve(rel), self._original(rel), after)
 
     def result(self) -> PatchResult:
         res = PatchResult(hunks=self.hunks)
