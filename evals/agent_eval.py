@@ -100,7 +100,7 @@ def run_agent_eval(config: AgentEvalConfig) -> dict:
     """Run every task x model x format not already in out_dir/results.jsonl; then write the report."""
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
-    tasks = load_tasks(config.tasks_dir, config.task_ids) if config.tasks_dir else load_tasks(ids=config.task_ids)
+    tasks = load_tasks(config.tasks_dir, config.task_ids)
     out_dir = Path(config.out_dir)
     logs = out_dir / "runs"
     logs.mkdir(parents=True, exist_ok=True)

@@ -312,7 +312,7 @@ def run_decode_cost_eval(config: DecodeCostConfig, engine=None) -> dict:
     unknown = [f for f in formats if f not in FORMATS]
     if unknown:
         raise ValueError(f"unknown formats {unknown}; known: {FORMATS}")
-    tasks = load_tasks(config.tasks_dir, config.task_ids) if config.tasks_dir else load_tasks(ids=config.task_ids)
+    tasks = load_tasks(config.tasks_dir, config.task_ids)
     cap = config.max_reply_tokens
     if config.quick:
         if config.task_ids is None:

@@ -53,7 +53,7 @@ def run_demo(config: DemoConfig, console: Console | None = None, engine=None) ->
     console = console or Console()
     out_dir = Path(config.out_dir or default_out_dir())
     out_dir.mkdir(parents=True, exist_ok=True)
-    tasks = load_tasks(config.tasks_dir) if config.tasks_dir else load_tasks()
+    tasks = load_tasks(config.tasks_dir)
     task = next((t for t in tasks if t.id == config.task_id), None) if config.task_id else pick_demo_task(tasks)
     if task is None:
         raise ValueError(f"unknown task {config.task_id!r}; known: {', '.join(t.id for t in tasks)}")

@@ -52,8 +52,9 @@ def load_task(task_dir: Path) -> Task:
     return Task(spec=spec, root=task_dir)
 
 
-def load_tasks(tasks_dir: Path = TASKS_DIR, ids: list[str] | None = None) -> list[Task]:
-    """All tasks in `tasks_dir`, sorted by id; `ids` selects (and orders) a subset."""
+def load_tasks(tasks_dir: Path | None = None, ids: list[str] | None = None) -> list[Task]:
+    """All tasks in `tasks_dir` (default: evals/tasks), sorted by id; `ids` selects (and orders) a subset."""
+    tasks_dir = tasks_dir or TASKS_DIR
     tasks = {d.name: load_task(d) for d in sorted(tasks_dir.iterdir()) if (d / "task.json").is_file()}
     if ids is None:
         return list(tasks.values())

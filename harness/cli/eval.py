@@ -71,8 +71,7 @@ def run_check_tasks(args) -> int:
     from evals.task_suite import load_tasks
 
     try:
-        tasks = load_tasks(args.tasks_dir, _task_ids(args.tasks)) if args.tasks_dir else load_tasks(
-            ids=_task_ids(args.tasks))
+        tasks = load_tasks(args.tasks_dir, _task_ids(args.tasks))
     except (OSError, ValueError) as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 1
