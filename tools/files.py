@@ -14,7 +14,7 @@ from pathlib import Path
 import pathspec
 
 from tools.textfile import decode, is_binary, split_lines
-from tools.workspace import BINARY_SNIFF_BYTES, Workspace, WorkspaceError
+from tools.workspace import Workspace, WorkspaceError
 
 MAX_VIEW_LINES = 400
 MAX_LINE_CHARS = 500
@@ -28,8 +28,7 @@ def view(ws: Workspace, path: str, start: int | None = None, end: int | None = N
     """Lines start..end (1-based, inclusive) of a text file as "  12 | text", with notes of what is above and
     below. Without start/end: the first `max_lines` lines."""
     rel = ws.relpath(path)
-    text = decode(ws.read_bytes(rel), rel).text
-    lines, _ = split_lines(text)
+    lines, _ = split_lines(ws.read_text(rel))
     total = len(lines)
     if total == 0:
         return f"{rel} (empty file)"
@@ -138,7 +137,7 @@ def grep(ws: Workspace, regex: str, path_glob: str | None = None, max_results: i
             data = real.read_bytes()
         except OSError:
             continue
-        if is_binary(data[:BINARY_SNIFF_BYTES]):
+        if is_binary(data):  # looks at the first bytes only
             continue
         lines, _ = split_lines(decode(data, rel).text)
         for i, line in enumerate(lines, 1):
