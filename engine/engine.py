@@ -320,14 +320,14 @@ class Engine:
 
     def _detokenize(self, seq: Sequence) -> None:
         """Incremental: decode from a trailing offset so multi-token characters and spaces come out right."""
-        ids = seq.output_token_ids
+        ids, p0 = seq.token_ids, seq.num_prompt_tokens  # offsets count output tokens; no per-token copy
         dec = self.tokenizer.decode
-        prefix = dec(ids[seq.prefix_offset:seq.read_offset], skip_special_tokens=True)
-        full = dec(ids[seq.prefix_offset:], skip_special_tokens=True)
+        prefix = dec(ids[p0 + seq.prefix_offset:p0 + seq.read_offset], skip_special_tokens=True)
+        full = dec(ids[p0 + seq.prefix_offset:], skip_special_tokens=True)
         if len(full) > len(prefix) and not full.endswith("\ufffd"):
             seq.text += full[len(prefix):]
             seq.prefix_offset = seq.read_offset
-            seq.read_offset = len(ids)
+            seq.read_offset = seq.num_output_tokens
 
     def _emit(self, seq: Sequence) -> RequestOutput:
         held = 0
