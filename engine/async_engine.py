@@ -69,7 +69,6 @@ class RequestStream:
         self._loop = loop
         self._queue: asyncio.Queue = asyncio.Queue()
         self.request_id: str | None = None
-        self.prompt_token_ids: list[int] = []
         self.finished = False
         self.last: Any = None  # the last RequestOutput seen
 
@@ -96,8 +95,6 @@ class AsyncEngine:
 
     def __init__(self, engine: Any, max_waiting: int = 256) -> None:
         self.engine = engine
-        self.model_name: str = engine.model_name
-        self.max_model_len: int = engine.max_model_len
         # Requests beyond what one batch holds are "waiting"; past `max_waiting` of them we refuse (503).
         self.batch_capacity = int(getattr(engine.config, "max_num_seqs", 0) or 0)
         self.max_waiting = max_waiting
@@ -202,8 +199,6 @@ class AsyncEngine:
             command.accepted.set_exception(exc)
             return
         command.stream.request_id = request_id
-        if isinstance(prompt, list):
-            command.stream.prompt_token_ids = list(prompt)
         self._streams[request_id] = command.stream
         command.accepted.set_result(request_id)
 

@@ -174,7 +174,7 @@ def create_app(engine: Any, *, served_model_name: str | None = None, limits: Ser
             if isinstance(prompt, list) and prompt and isinstance(prompt[0], dict):
                 ids = list(eng.apply_chat_template(prompt))
             elif isinstance(prompt, str):
-                ids = encode_prompt(eng, prompt)
+                ids = list(eng.tokenize(prompt))
             else:
                 ids = list(prompt)
             cap = limits.max_prompt_tokens or eng.max_model_len
@@ -488,11 +488,6 @@ def create_app(engine: Any, *, served_model_name: str | None = None, limits: Ser
         return event_stream(streams, t0, [], events_for, usage_event)
 
     return app
-
-
-def encode_prompt(eng: Any, text: str) -> list[int]:
-    """Token ids of a raw completion prompt, the way the engine itself encodes it."""
-    return list(eng.tokenize(text))
 
 
 def _as_dict(obj: Any) -> dict:
