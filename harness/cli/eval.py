@@ -8,12 +8,22 @@ import time
 from pathlib import Path
 
 
-def _task_ids(value: str | None) -> list[str] | None:
+def _comma_list(value: str | None) -> list[str] | None:
     return [t.strip() for t in value.split(",") if t.strip()] if value else None
 
 
 def _default_out(kind: str) -> Path:
     return Path("runs") / f"{kind}-{time.strftime('%Y%m%d-%H%M%S')}"
+
+
+def _error(exc: Exception) -> int:
+    print(f"error: {exc}", file=sys.stderr)
+    return 1
+
+
+def _print_paths(console, paths: dict) -> None:
+    for name, path in paths.items():
+        console.print(f"{name}: {path}")
 
 
 def register(subparsers) -> None:
@@ -71,10 +81,9 @@ def run_check_tasks(args) -> int:
     from evals.task_suite import load_tasks
 
     try:
-        tasks = load_tasks(args.tasks_dir, _task_ids(args.tasks))
+        tasks = load_tasks(args.tasks_dir, _comma_list(args.tasks))
     except (OSError, ValueError) as exc:
-        print(f"error: {exc}", file=sys.stderr)
-        return 1
+        return _error(exc)
     if not tasks:
         print("no tasks found", file=sys.stderr)
         return 1
@@ -91,8 +100,8 @@ def run_decode_cost(args) -> int:
 
     config = DecodeCostConfig(
         model=args.model,
-        task_ids=_task_ids(args.tasks),
-        formats=_task_ids(args.formats),
+        task_ids=_comma_list(args.tasks),
+        formats=_comma_list(args.formats),
         quick=args.quick,
         max_reply_tokens=args.max_reply_tokens,
         replay=not args.no_replay,
@@ -106,8 +115,7 @@ def run_decode_cost(args) -> int:
     try:
         result = run_decode_cost_eval(config)
     except ValueError as exc:
-        print(f"error: {exc}", file=sys.stderr)
-        return 1
+        return _error(exc)
     print_summary(result)
     return 0
 
@@ -129,17 +137,16 @@ def print_summary(result: dict, console=None) -> None:
     for key, value in result["summary"].items():
         table.add_row(key, "-" if value is None else f"{value:.2f}" if isinstance(value, float) else str(value))
     console.print(table)
-    for name, path in result["paths"].items():
-        console.print(f"{name}: {path}")
+    _print_paths(console, result["paths"])
 
 
 def run_agent(args) -> int:
     from evals.agent_eval import AgentEvalConfig, run_agent_eval
 
     config = AgentEvalConfig(
-        models=_task_ids(args.models),
-        formats=_task_ids(args.formats),
-        task_ids=_task_ids(args.tasks),
+        models=_comma_list(args.models),
+        formats=_comma_list(args.formats),
+        task_ids=_comma_list(args.tasks),
         max_steps=args.max_steps,
         max_tokens=args.max_tokens,
         api_base=args.api_base,
@@ -148,32 +155,31 @@ def run_agent(args) -> int:
     try:
         result = run_agent_eval(config)
     except ValueError as exc:
-        print(f"error: {exc}", file=sys.stderr)
-        return 1
+        return _error(exc)
     from rich.console import Console
-    from rich.markdown import Markdown
 
     console = Console()
     console.print(f"ran {result['ran']} runs, skipped {result['skipped']} already in the results")
-    console.print(Markdown(result["paths"]["report"].read_text()))
-    for name, path in result["paths"].items():
-        console.print(f"{name}: {path}")
+    _print_report(console, result["paths"])
     return 0
+
+
+def _print_report(console, paths: dict) -> None:
+    """The written report.md, rendered, then where every file went."""
+    from rich.markdown import Markdown
+
+    console.print(Markdown(paths["report"].read_text()))
+    _print_paths(console, paths)
 
 
 def run_report(args) -> int:
     from rich.console import Console
-    from rich.markdown import Markdown
 
     from evals.report import report_from_file
 
     try:
         paths = report_from_file(args.results, args.out)
     except (FileNotFoundError, ValueError) as exc:
-        print(f"error: {exc}", file=sys.stderr)
-        return 1
-    console = Console()
-    console.print(Markdown(paths["report"].read_text()))
-    for name, path in paths.items():
-        console.print(f"{name}: {path}")
+        return _error(exc)
+    _print_report(Console(), paths)
     return 0
