@@ -73,8 +73,8 @@ class APIError(Exception):
         self.status, self.message, self.type, self.param, self.code = status, message, type, param, code
 
 
-def _error_json(status: int, message: str, type: str, param: str | None = None, code: str | None = None) -> dict:
-    return ErrorResponse(error=ErrorBody(message=message, type=type, param=param, code=code)).model_dump()
+def _error_json(exc: APIError) -> dict:
+    return ErrorResponse(error=ErrorBody(message=exc.message, type=exc.type, param=exc.param, code=exc.code)).model_dump()
 
 
 def _validation_error(exc: ValidationError | RequestValidationError) -> APIError:
@@ -106,8 +106,7 @@ def create_app(engine: Any, *, served_model_name: str | None = None, limits: Ser
 
     def error_response(exc: APIError) -> JSONResponse:
         metrics.observe_error(exc.status)
-        return JSONResponse(_error_json(exc.status, exc.message, exc.type, exc.param, exc.code),
-                            status_code=exc.status)
+        return JSONResponse(_error_json(exc), status_code=exc.status)
 
     @app.exception_handler(APIError)
     async def _api_error(request: Request, exc: APIError) -> JSONResponse:
@@ -336,14 +335,7 @@ def create_app(engine: Any, *, served_model_name: str | None = None, limits: Ser
 
     def stream_failure_event(exc: APIError) -> str:
         metrics.observe_error(exc.status)
-        return "data: " + json.dumps(_error_json(exc.status, exc.message, exc.type, exc.param, exc.code)) + "\n\n"
-
-    async def engine_call(coro_fn):
-        """Map engine-side failures of a non-streaming response to API errors."""
-        try:
-            return await coro_fn()
-        except EngineStepError as exc:
-            raise APIError(500, str(exc), type="server_error", code="engine_error") from exc
+        return "data: " + json.dumps(_error_json(exc)) + "\n\n"
 
     # ------------------------------------------------------------ endpoints
 
@@ -377,7 +369,9 @@ def create_app(engine: Any, *, served_model_name: str | None = None, limits: Ser
                          t0: float) -> tuple[list[str], Usage, ResponseMetrics]:
         """Non-streaming: every choice's full text and the usage, or the engine's failure as an API error."""
         try:
-            texts = await engine_call(lambda: collect(request, streams))
+            texts = await collect(request, streams)
+        except EngineStepError as exc:
+            raise APIError(500, str(exc), type="server_error", code="engine_error") from exc
         finally:
             record(streams, t0)
         for _, s in streams:
