@@ -87,8 +87,9 @@ class Scheduler:
             budget -= n + drafts
             i += 1
 
-        # 2. admit waiting sequences (not in a step that had to preempt: the pool is tight)
-        if not out.preempted:
+        # 2. admit waiting sequences (not in a step that had to preempt: the pool is tight), and rank
+        #    them only when one can be admitted: ranking hashes every waiting prompt
+        if not out.preempted and budget > 0 and len(self.running) < self.config.max_num_seqs:
             self._order_waiting()
             while self.waiting and budget > 0 and len(self.running) < self.config.max_num_seqs:
                 seq = self.waiting[0]
