@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import time
 import uuid
+from collections.abc import Iterable
 from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
@@ -210,6 +211,50 @@ class ResponseMetrics(BaseModel):
     cached_tokens: int = 0
     prefill_ms: float | None = None
     decode_ms: float | None = None
+
+
+def usage_and_metrics(choices: Iterable[tuple[int, Any]]) -> tuple[Usage, ResponseMetrics]:
+    """A response's usage and metrics from each choice's (prompt index, RequestMetrics or None); the choices
+    of one prompt count its prompt (and cached) tokens once."""
+    per_prompt: dict[int, Any] = {}
+    completion = accepted = rejected = passes = computed = 0
+    ttfts: list[float] = []
+    itls: list[float] = []
+    prefill_s = decode_s = 0.0
+    for p_index, m in choices:
+        if m is None:
+            continue
+        per_prompt.setdefault(p_index, m)
+        completion += m.completion_tokens
+        accepted += m.accepted_draft_tokens
+        rejected += m.rejected_draft_tokens
+        passes += m.decode_passes
+        computed += m.prefill_tokens_computed
+        if m.ttft_s is not None:
+            ttfts.append(m.ttft_s)
+        itls.extend(m.itl_s or ())
+        prefill_s = max(prefill_s, m.prefill_s or 0.0)
+        decode_s = max(decode_s, m.decode_s or 0.0)
+    prompt_tokens = sum(m.prompt_tokens for m in per_prompt.values())
+    cached = sum(m.cached_tokens for m in per_prompt.values())
+    usage = Usage(
+        prompt_tokens=prompt_tokens,
+        completion_tokens=completion,
+        total_tokens=prompt_tokens + completion,
+        prompt_tokens_details=PromptTokensDetails(cached_tokens=cached),
+        completion_tokens_details=CompletionTokensDetails(
+            accepted_prediction_tokens=accepted, rejected_prediction_tokens=rejected),
+    )
+    rm = ResponseMetrics(
+        ttft_ms=min(ttfts) * 1000 if ttfts else None,
+        mean_itl_ms=sum(itls) / len(itls) * 1000 if itls else None,
+        decode_passes=passes,
+        prefill_tokens_computed=computed,
+        cached_tokens=cached,
+        prefill_ms=prefill_s * 1000,
+        decode_ms=decode_s * 1000,
+    )
+    return usage, rm
 
 
 class AssistantMessage(BaseModel):

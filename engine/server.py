@@ -36,19 +36,18 @@ from engine.openai_protocol import (
     ChatCompletionResponse,
     CompletionRequest,
     CompletionResponse,
-    CompletionTokensDetails,
     DeltaMessage,
     ErrorBody,
     ErrorResponse,
     ModelCard,
     ModelList,
-    PromptTokensDetails,
     ResponseMetrics,
     SamplingRequest,
     TextChoice,
     Usage,
     now,
     random_id,
+    usage_and_metrics,
 )
 from engine.server_metrics import ServerMetrics
 
@@ -225,48 +224,8 @@ def create_app(engine: Any, *, served_model_name: str | None = None, limits: Ser
 
     # ------------------------------------------------------------ response assembly
 
-    def usage_and_metrics(streams: list[tuple[int, RequestStream]]) -> tuple[Usage, ResponseMetrics]:
-        per_prompt: dict[int, Any] = {}
-        completion = accepted = rejected = passes = computed = 0
-        ttfts: list[float] = []
-        itls: list[float] = []
-        prefill_s = decode_s = 0.0
-        for p_index, stream in streams:
-            out = stream.last
-            m = getattr(out, "metrics", None) if out is not None else None
-            if m is None:
-                continue
-            per_prompt.setdefault(p_index, m)
-            completion += m.completion_tokens
-            accepted += m.accepted_draft_tokens
-            rejected += m.rejected_draft_tokens
-            passes += m.decode_passes
-            computed += m.prefill_tokens_computed
-            if m.ttft_s is not None:
-                ttfts.append(m.ttft_s)
-            itls.extend(m.itl_s or ())
-            prefill_s = max(prefill_s, m.prefill_s or 0.0)
-            decode_s = max(decode_s, m.decode_s or 0.0)
-        prompt_tokens = sum(m.prompt_tokens for m in per_prompt.values())
-        cached = sum(m.cached_tokens for m in per_prompt.values())
-        usage = Usage(
-            prompt_tokens=prompt_tokens,
-            completion_tokens=completion,
-            total_tokens=prompt_tokens + completion,
-            prompt_tokens_details=PromptTokensDetails(cached_tokens=cached),
-            completion_tokens_details=CompletionTokensDetails(
-                accepted_prediction_tokens=accepted, rejected_prediction_tokens=rejected),
-        )
-        rm = ResponseMetrics(
-            ttft_ms=min(ttfts) * 1000 if ttfts else None,
-            mean_itl_ms=sum(itls) / len(itls) * 1000 if itls else None,
-            decode_passes=passes,
-            prefill_tokens_computed=computed,
-            cached_tokens=cached,
-            prefill_ms=prefill_s * 1000,
-            decode_ms=decode_s * 1000,
-        )
-        return usage, rm
+    def response_usage(streams: list[tuple[int, RequestStream]]) -> tuple[Usage, ResponseMetrics]:
+        return usage_and_metrics((p, getattr(s.last, "metrics", None)) for p, s in streams)
 
     def record(streams: list[tuple[int, RequestStream]], t0: float) -> None:
         e2e = time.perf_counter() - t0
@@ -377,7 +336,7 @@ def create_app(engine: Any, *, served_model_name: str | None = None, limits: Ser
         for _, s in streams:
             if (err := failure(s.last)) is not None:
                 raise err
-        return (texts, *usage_and_metrics(streams))
+        return (texts, *response_usage(streams))
 
     def event_stream(streams: list[tuple[int, RequestStream]], t0: float, opening: list[str],
                      events_for: Callable[[int, Any], list[str]],
@@ -398,7 +357,7 @@ def create_app(engine: Any, *, served_model_name: str | None = None, limits: Ser
                         yield event
                 else:
                     if usage_event is not None:
-                        yield usage_event(*usage_and_metrics(streams))
+                        yield usage_event(*response_usage(streams))
                 yield "data: [DONE]\n\n"
             except EngineStepError as exc:
                 yield stream_failure_event(APIError(500, str(exc), type="server_error", code="engine_error"))

@@ -120,29 +120,12 @@ def _run_local_unmapped(name: str, messages: list, optional_params: dict) -> Ite
                 eng.step()
 
 
-def _metrics_dict(m: Any) -> dict:
-    """The same `metrics` extension object the server sends."""
-    itl = list(m.itl_s or ())
-    return {
-        "ttft_ms": m.ttft_s * 1000 if m.ttft_s is not None else None,
-        "mean_itl_ms": sum(itl) / len(itl) * 1000 if itl else None,
-        "decode_passes": m.decode_passes,
-        "prefill_tokens_computed": m.prefill_tokens_computed,
-        "cached_tokens": m.cached_tokens,
-        "prefill_ms": (m.prefill_s or 0.0) * 1000,
-        "decode_ms": (m.decode_s or 0.0) * 1000,
-    }
+def _usage_and_metrics(m: Any) -> tuple[dict, dict]:
+    """The `usage` block (less the reasoning_tokens litellm leaves unset) and `metrics` object the server sends."""
+    from engine.openai_protocol import usage_and_metrics
 
-
-def _usage_block(m: Any) -> dict:
-    return {
-        "prompt_tokens": m.prompt_tokens,
-        "completion_tokens": m.completion_tokens,
-        "total_tokens": m.prompt_tokens + m.completion_tokens,
-        "prompt_tokens_details": {"cached_tokens": m.cached_tokens},
-        "completion_tokens_details": {"accepted_prediction_tokens": m.accepted_draft_tokens,
-                                      "rejected_prediction_tokens": m.rejected_draft_tokens},
-    }
+    usage, metrics = usage_and_metrics([(0, m)])
+    return usage.model_dump(exclude={"completion_tokens_details": {"reasoning_tokens"}}), metrics.model_dump()
 
 
 def _check(out: Any) -> None:
@@ -162,8 +145,9 @@ class LocalEngineLLM(CustomLLM):
         model_response.model = f"{LOCAL_PROVIDER}/{model}"
         model_response.choices = [Choices(index=0, finish_reason=last.finish_reason,
                                           message=Message(role="assistant", content=last.text))]
-        model_response.usage = Usage(**_usage_block(last.metrics))
-        model_response.metrics = _metrics_dict(last.metrics)
+        usage, metrics = _usage_and_metrics(last.metrics)
+        model_response.usage = Usage(**usage)
+        model_response.metrics = metrics
         return model_response
 
     def streaming(self, model: str, messages: list, api_base: str, custom_prompt_dict: dict,
@@ -174,8 +158,9 @@ class LocalEngineLLM(CustomLLM):
             chunk = {"text": out.new_text or "", "is_finished": out.finished,
                      "finish_reason": out.finish_reason or "", "usage": None, "index": 0}
             if out.finished:
-                chunk["usage"] = _usage_block(out.metrics)
-                chunk["provider_specific_fields"] = {"metrics": _metrics_dict(out.metrics)}
+                usage, metrics = _usage_and_metrics(out.metrics)
+                chunk["usage"] = usage
+                chunk["provider_specific_fields"] = {"metrics": metrics}
             yield chunk
 
     async def acompletion(self, *args: Any, **kwargs: Any) -> ModelResponse:
