@@ -26,6 +26,7 @@ from evals.report import decode_summary, render_markdown, write_report
 from evals.results import append_row, load_rows
 from evals.task_suite import Task, load_tasks
 from evals.transcript import replay_transcript, step1_prompt
+from harness import context
 from harness.formats import whole
 from harness.prompt import Prompt
 
@@ -181,7 +182,6 @@ def _decode_steps(completion_tokens: int) -> int:
 
 # ---------------------------------------------------------------- the eval
 
-MIN_CONTEXT_SCALE = 0.1
 REPLY_ROOM = 256  # tokens kept free after the step-1 prompt: most diff replies fit; whole ones are capped
 
 
@@ -194,12 +194,7 @@ def prompts_at(engine, prep: PreparedTask, formats: list[str], scale: float) -> 
 def fitting_scale(engine, build, room: int) -> float | None:
     """The largest context scale (1, 0.8, 0.64, ...) at which every prompt `build(scale)` returns leaves `room`
     tokens free in the model's context: the harness's context caps, shrunk only as far as the model needs."""
-    scale = 1.0
-    while scale >= MIN_CONTEXT_SCALE:
-        if all(len(ids) + room <= engine.max_model_len for ids in build(scale)):
-            return scale
-        scale *= 0.8
-    return None
+    return context.fitting_scale(lambda sc: all(len(ids) + room <= engine.max_model_len for ids in build(sc)))
 
 
 def measure_task(engine, prep: PreparedTask, formats: list[str], cap: int | None, model: str, speculative,
@@ -260,7 +255,7 @@ def replay_task(engine, prep: PreparedTask, model: str, with_off: bool = True) -
                 prompt.add_feedback(step.feedback)
         return out
 
-    scale = fitting_scale(engine, step_prompts, room=2) or MIN_CONTEXT_SCALE
+    scale = fitting_scale(engine, step_prompts, room=2) or context.MIN_CONTEXT_SCALE
     rows = []
     for cache in ("on", "off") if with_off else ("on",):
         prompt = transcript(scale)

@@ -35,8 +35,6 @@ def _tail(text: str, limit: int = OUTPUT_TAIL_CHARS) -> str:
 
 
 
-# Shrinking the context caps stops here (the prompt then goes out as is; the engine says if it is too long).
-MIN_CONTEXT_SCALE = 0.1
 # Tokens kept free beyond one reply for the feedback of later steps (errors, test output, views).
 HISTORY_ROOM = 1024
 
@@ -120,14 +118,16 @@ class Agent:
         """The step-1 prompt with its context caps shrunk (x0.8 at a time) until it leaves room for the replies
         and feedback of later steps in a local model's context window; other providers get the full caps."""
         window = self.context_window()
-        scale = 1.0
-        while True:
-            prompt, files = first_prompt(self.workspace, self.format, self.task, self.test_cmd, tests, scale)
-            if window is None or scale < MIN_CONTEXT_SCALE:
-                return prompt, files
-            if self._prompt_tokens(prompt.messages) + self.max_tokens + HISTORY_ROOM <= window:
-                return prompt, files
-            scale *= 0.8
+
+        def build(scale: float):
+            return first_prompt(self.workspace, self.format, self.task, self.test_cmd, tests, scale)
+
+        if window is None:
+            return build(1.0)
+        room = self.max_tokens + HISTORY_ROOM
+        # never fitting: the smallest prompt goes out anyway (the engine says if it is too long)
+        return build(context.fitting_scale(lambda sc: self._prompt_tokens(build(sc)[0].messages) + room <= window)
+                     or context.MIN_CONTEXT_SCALE)
 
     def context_window(self) -> int | None:
         if not self.model.startswith("local/") or self._complete is not None:

@@ -12,6 +12,8 @@ from harness.prompt import render_file
 MAX_FILES = 6
 MAX_FILE_CHARS = 12_000
 MAX_TOTAL_CHARS = 24_000
+# Shrinking the caps for a small context window (x0.8 a step) stops at this scale.
+MIN_CONTEXT_SCALE = 0.1
 
 # `File "/abs/pkg/mod.py", line 3` (Python), `pkg/mod.py:3: in f` / `FAILED tests/t.py::test_x` (pytest)
 _TRACE_PATH = re.compile(r'File "([^"]+)", line \d+|(?:^|\s)([\w./\\-]+\.\w+)(?::\d+|::)', re.MULTILINE)
@@ -107,3 +109,14 @@ def render(files: list[ContextFile], numbered: bool) -> str:
         if f.truncated:
             parts.append(f"({f.path} is longer; VIEW it with a line range to see the rest.)")
     return "\n\n".join(parts)
+
+
+def fitting_scale(fits) -> float | None:
+    """The largest scale of the size caps (1, 0.8, 0.64, ... down to MIN_CONTEXT_SCALE) for which `fits(scale)`
+    holds, or None: the context shrunk only as far as a model's window needs."""
+    scale = 1.0
+    while scale >= MIN_CONTEXT_SCALE:
+        if fits(scale):
+            return scale
+        scale *= 0.8
+    return None
