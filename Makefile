@@ -29,8 +29,10 @@ demo: setup
 test: setup
 	$(PY) -m pytest -q
 
+# ruff, then the dependency rule between the parts (import-linter contracts in pyproject.toml).
 lint: setup
 	$(VENV)/bin/ruff check .
+	$(VENV)/bin/lint-imports
 
 clean:
 	rm -rf $(VENV) .pytest_cache

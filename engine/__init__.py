@@ -1,10 +1,10 @@
 """deltaserve engine: a paged-KV, prefix-caching, continuously batching inference engine."""
 
-from engine.config import EngineConfig
-from engine.engine import Engine
-from engine.errors import EngineError, InvalidRequestError, ModelNotFoundError
-from engine.outputs import EngineStats, RequestMetrics, RequestOutput
-from engine.sampler import SamplingParams
+from deltaserve.engine.config import EngineConfig
+from deltaserve.engine.engine import Engine
+from deltaserve.engine.errors import EngineError, InvalidRequestError, ModelNotFoundError
+from deltaserve.engine.outputs import EngineStats, RequestMetrics, RequestOutput
+from deltaserve.engine.sampler import SamplingParams
 
 __all__ = [
     "Engine",

@@ -22,15 +22,11 @@ from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass, field
 from typing import Any
 
+from deltaserve.errors import EngineOverloadedError, EngineStepError
+
 log = logging.getLogger("deltaserve.async_engine")
 
 
-class EngineOverloadedError(RuntimeError):
-    """Too many requests are already waiting (the server answers 503)."""
-
-
-class EngineStepError(RuntimeError):
-    """The engine's step loop failed while this request was in flight (the server answers 500)."""
 
 
 # A callable run on the worker thread that turns a request into engine input: (prompt, params).

@@ -23,18 +23,17 @@ from collections.abc import Iterator
 from collections.abc import Sequence as Seq
 
 import torch
+from deltaserve.engine.config import EngineConfig
+from deltaserve.engine.errors import EngineError, InvalidRequestError
+from deltaserve.engine.kv_cache import KVCache, bytes_per_block, default_num_blocks
+from deltaserve.engine.loader import LoadedModel, load_model
+from deltaserve.engine.model import LlamaModel, Span, max_positions_for
+from deltaserve.engine.outputs import EngineStats, RequestOutput
+from deltaserve.engine.prefix_cache import BlockManager
+from deltaserve.engine.sampler import SamplingParams, make_generator, sample
+from deltaserve.engine.scheduler import ScheduledSpan, Scheduler
+from deltaserve.engine.sequence import Sequence, Status
 from pydantic import ValidationError
-
-from engine.config import EngineConfig
-from engine.errors import EngineError, InvalidRequestError
-from engine.kv_cache import KVCache, bytes_per_block, default_num_blocks
-from engine.loader import LoadedModel, load_model
-from engine.model import LlamaModel, Span, max_positions_for
-from engine.outputs import EngineStats, RequestOutput
-from engine.prefix_cache import BlockManager
-from engine.sampler import SamplingParams, make_generator, sample
-from engine.scheduler import ScheduledSpan, Scheduler
-from engine.sequence import Sequence, Status
 
 log = logging.getLogger(__name__)
 
@@ -96,7 +95,7 @@ class Engine:
 
     def _make_drafter(self):
         try:
-            from engine.speculative import make_drafter
+            from deltaserve.engine.speculative import make_drafter
         except ImportError:
             log.warning("speculative=True but engine.speculative is not available; decoding without drafts")
             return None

@@ -14,9 +14,8 @@ from dataclasses import dataclass, field
 
 import torch
 import torch.nn.functional as F
-
-from engine.errors import EngineError
-from engine.kv_cache import KVCache
+from deltaserve.engine.errors import EngineError
+from deltaserve.engine.kv_cache import KVCache
 
 SUPPORTED_ARCHS = ("llama", "mistral", "qwen2", "qwen3")
 # Spans up to this length are batched into one padded attention call (decode and verify spans);

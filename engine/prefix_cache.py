@@ -14,10 +14,10 @@ import hashlib
 from collections import OrderedDict, deque
 from typing import TYPE_CHECKING
 
-from engine.errors import EngineError
+from deltaserve.engine.errors import EngineError
 
 if TYPE_CHECKING:
-    from engine.sequence import Sequence
+    from deltaserve.engine.sequence import Sequence
 
 
 def block_hash(parent: bytes | None, tokens: tuple[int, ...], salt: str | None) -> bytes:

@@ -15,9 +15,9 @@ import time
 from collections import deque
 from dataclasses import dataclass, field
 
-from engine.config import EngineConfig
-from engine.prefix_cache import BlockManager
-from engine.sequence import Sequence, Status
+from deltaserve.engine.config import EngineConfig
+from deltaserve.engine.prefix_cache import BlockManager
+from deltaserve.engine.sequence import Sequence, Status
 
 
 @dataclass

@@ -6,9 +6,8 @@ import enum
 import time
 
 import torch
-
-from engine.outputs import RequestMetrics, RequestOutput
-from engine.sampler import SamplingParams
+from deltaserve.engine.outputs import RequestMetrics, RequestOutput
+from deltaserve.engine.sampler import SamplingParams
 
 
 class Status(enum.Enum):

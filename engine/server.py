@@ -18,16 +18,9 @@ from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
 from typing import Any
 
-from fastapi import FastAPI, Request
-from fastapi.exceptions import RequestValidationError
-from fastapi.responses import JSONResponse, Response, StreamingResponse
-from prometheus_client import CONTENT_TYPE_LATEST
-from pydantic import BaseModel, Field, ValidationError
-from starlette.exceptions import HTTPException as StarletteHTTPException
-
-from engine.async_engine import AsyncEngine, EngineOverloadedError, EngineStepError, RequestStream
-from engine.errors import InvalidRequestError
-from engine.openai_protocol import (
+from deltaserve.engine.async_engine import AsyncEngine, EngineOverloadedError, EngineStepError, RequestStream
+from deltaserve.engine.errors import InvalidRequestError
+from deltaserve.engine.openai_protocol import (
     AssistantMessage,
     ChatChoice,
     ChatChunkChoice,
@@ -49,7 +42,15 @@ from engine.openai_protocol import (
     random_id,
     usage_and_metrics,
 )
-from engine.server_metrics import ServerMetrics
+from deltaserve.engine.server_metrics import ServerMetrics
+from fastapi import FastAPI, Request
+from fastapi.exceptions import RequestValidationError
+from fastapi.responses import JSONResponse, Response, StreamingResponse
+from prometheus_client import CONTENT_TYPE_LATEST
+from pydantic import BaseModel, Field, ValidationError
+from starlette.exceptions import HTTPException as StarletteHTTPException
+
+from deltaserve.errors import APIError, ServerStartError
 
 log = logging.getLogger("deltaserve.server")
 
@@ -63,13 +64,6 @@ class ServerLimits(BaseModel):
     max_tokens: int = Field(default=4096, ge=1)  # largest max_tokens a request may ask for (and the default cap)
     max_waiting: int = Field(default=256, ge=0)  # requests allowed to wait beyond one running batch
     max_body_bytes: int = Field(default=8 * 1024 * 1024, ge=1024)
-
-
-class APIError(Exception):
-    def __init__(self, status: int, message: str, type: str = "invalid_request_error", param: str | None = None,
-                 code: str | None = None) -> None:
-        super().__init__(message)
-        self.status, self.message, self.type, self.param, self.code = status, message, type, param, code
 
 
 def _error_json(exc: APIError) -> dict:
@@ -167,7 +161,7 @@ def create_app(engine: Any, *, served_model_name: str | None = None, limits: Ser
         """Runs on the engine thread: tokenize, apply limits, build SamplingParams."""
 
         def prepare(eng: Any) -> tuple[list[int], Any]:
-            from engine import SamplingParams
+            from deltaserve.engine import SamplingParams
 
             if isinstance(prompt, list) and prompt and isinstance(prompt[0], dict):
                 ids = list(eng.apply_chat_template(prompt))
@@ -507,7 +501,7 @@ class ServerThread:
         deadline = time.monotonic() + timeout
         while not self._server.started:
             if not self._thread.is_alive() or time.monotonic() > deadline:
-                raise RuntimeError(f"server at {self.url} did not start")
+                raise ServerStartError(f"server at {self.url} did not start")
             time.sleep(0.02)
         return self
 

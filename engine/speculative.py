@@ -36,8 +36,10 @@ from typing import TYPE_CHECKING
 
 import torch
 
+from deltaserve.errors import EngineError
+
 if TYPE_CHECKING:
-    from engine.sequence import Sequence
+    from deltaserve.engine.sequence import Sequence
 
 
 @dataclass
@@ -125,7 +127,7 @@ class PromptLookupDrafter:
 
     def __init__(self, tokenizer, num_speculative_tokens: int, n_min: int, n_max: int):
         if n_min > n_max:
-            raise ValueError(f"prompt_lookup_min ({n_min}) > prompt_lookup_max ({n_max})")
+            raise EngineError(f"prompt_lookup_min ({n_min}) > prompt_lookup_max ({n_max})")
         self.tokenizer = tokenizer
         self.k = num_speculative_tokens
         self.n_min, self.n_max = n_min, n_max

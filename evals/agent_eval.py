@@ -14,10 +14,10 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from evals.check_tasks import TEST_ENV, copy_repo, test_command
-from evals.report import write_report
-from evals.results import append_row, load_rows, rows_of
-from evals.task_suite import Task, load_tasks
+from deltaserve.evals.check_tasks import TEST_ENV, copy_repo, test_command
+from deltaserve.evals.report import write_report
+from deltaserve.evals.results import append_row, load_rows, rows_of
+from deltaserve.evals.task_suite import Task, load_tasks
 
 
 @dataclass
@@ -60,11 +60,10 @@ def restore_tests(task: Task, repo: Path) -> None:
 
 
 def run_one(task: Task, model: str, fmt: str, config: AgentEvalConfig, logs: Path) -> dict:
+    from deltaserve.harness import Agent
+    from deltaserve.tools.tests import run_tests
+    from deltaserve.tools.workspace import Workspace
     from rich.console import Console
-
-    from harness import Agent
-    from tools.tests import run_tests
-    from tools.workspace import Workspace
 
     row = {"kind": "agent", "task": task.id, "model": model, "format": fmt, "solved": False, "steps": 0,
            "prompt_tokens": 0, "cached_tokens": None, "completion_tokens": 0, "whole_file_tokens": 0,

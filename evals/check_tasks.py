@@ -15,10 +15,10 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from evals.task_suite import Task
-from tools.patch import PatchError, apply_patch
-from tools.tests import run_tests
-from tools.workspace import Workspace
+from deltaserve.evals.task_suite import Task
+from deltaserve.tools.patch import PatchError, apply_patch
+from deltaserve.tools.tests import run_tests
+from deltaserve.tools.workspace import Workspace
 
 TEST_TIMEOUT_S = 60.0
 # Task tests are plain pytest: skipping plugin autoload (hypothesis alone imports for ~1 s) keeps a check

@@ -20,15 +20,17 @@ import uuid
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from evals.check_tasks import TEST_ENV, copy_repo, test_command
-from evals.gold_replies import gold_replies
-from evals.report import decode_summary, render_markdown, write_report
-from evals.results import append_row, load_rows
-from evals.task_suite import Task, load_tasks
-from evals.transcript import replay_transcript, step1_prompt
-from harness import context
-from harness.formats import whole
-from harness.prompt import Prompt
+from deltaserve.evals.check_tasks import TEST_ENV, copy_repo, test_command
+from deltaserve.evals.gold_replies import gold_replies
+from deltaserve.evals.report import decode_summary, render_markdown, write_report
+from deltaserve.evals.results import append_row, load_rows
+from deltaserve.evals.task_suite import Task, load_tasks
+from deltaserve.evals.transcript import replay_transcript, step1_prompt
+from deltaserve.harness import context
+from deltaserve.harness.formats import whole
+from deltaserve.harness.prompt import Prompt
+
+from deltaserve.errors import EvalError
 
 FORMATS = ["whole", "udiff", "search_replace"]
 CALIBRATION_TOKENS = 16
@@ -72,8 +74,8 @@ class PreparedTask:
 
 
 def prepare_task(task: Task, formats: list[str], tmp: Path):
-    from tools.tests import run_tests
-    from tools.workspace import Workspace
+    from deltaserve.tools.tests import run_tests
+    from deltaserve.tools.workspace import Workspace
 
     repo = copy_repo(task, tmp / task.id)
     ws = Workspace(repo)
@@ -138,7 +140,7 @@ def run_request(engine, prompt_ids: list[int], params, cache_salt: str | None = 
             if out.request_id == rid and out.finished:
                 final = out
     if final is None or final.finish_reason in ("error", "abort"):
-        raise RuntimeError(f"engine request failed: {getattr(final, 'error', None) or 'no output'}")
+        raise EvalError(f"engine request failed: {getattr(final, 'error', None) or 'no output'}")
     return final
 
 
@@ -153,11 +155,11 @@ def force(engine, prompt_ids: list[int], reply_ids: list[int], cap: int | None, 
           prediction: str | None = None):
     """Teacher-force `reply_ids` (or its first `cap` tokens) after the prompt; (output, tokens forced).
     With speculation on, drafts (from the prompt, or `prediction`) are verified against the forced tokens."""
-    from engine import SamplingParams
+    from deltaserve.engine import SamplingParams
 
     room = engine.max_model_len - len(prompt_ids)
     if room < 2:
-        raise ValueError(f"prompt of {len(prompt_ids)} tokens leaves no room in {engine.max_model_len}")
+        raise EvalError(f"prompt of {len(prompt_ids)} tokens leaves no room in {engine.max_model_len}")
     n = min(len(reply_ids), room, cap or len(reply_ids))
     params = SamplingParams(max_tokens=n, temperature=0.0, ignore_eos=True, forced_token_ids=reply_ids[:n],
                             prediction=prediction)
@@ -166,7 +168,7 @@ def force(engine, prompt_ids: list[int], reply_ids: list[int], cap: int | None, 
 
 def seconds_per_token(engine, prompt_ids: list[int], cache_salt: str | None = None) -> float:
     """Free-running greedy decode after the prompt (prefix already cached): measured seconds per token."""
-    from engine import SamplingParams
+    from deltaserve.engine import SamplingParams
 
     n = min(CALIBRATION_TOKENS, engine.max_model_len - len(prompt_ids) - 1)
     params = SamplingParams(max_tokens=max(2, n), temperature=0.0, ignore_eos=True)
@@ -284,7 +286,7 @@ def replay_task(engine, prep: PreparedTask, model: str, with_off: bool = True) -
 
 
 def load_engine(config: DecodeCostConfig):
-    from engine import Engine
+    from deltaserve.engine import Engine
 
     kwargs = {"dtype": config.dtype, "enable_prefix_caching": True, **config.engine_kwargs}
     if config.threads is not None:
@@ -306,7 +308,7 @@ def run_decode_cost_eval(config: DecodeCostConfig, engine=None) -> dict:
     formats = config.formats or FORMATS
     unknown = [f for f in formats if f not in FORMATS]
     if unknown:
-        raise ValueError(f"unknown formats {unknown}; known: {FORMATS}")
+        raise EvalError(f"unknown formats {unknown}; known: {FORMATS}")
     tasks = load_tasks(config.tasks_dir, config.task_ids)
     cap = config.max_reply_tokens
     if config.quick:

@@ -15,11 +15,12 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
+from deltaserve.evals.check_tasks import copy_repo, test_command
+from deltaserve.evals.decode_cost import DecodeCostConfig, edited_sizes, load_engine, run_decode_cost_eval
+from deltaserve.evals.task_suite import load_tasks
 from rich.console import Console
 
-from evals.check_tasks import copy_repo, test_command
-from evals.decode_cost import DecodeCostConfig, edited_sizes, load_engine, run_decode_cost_eval
-from evals.task_suite import load_tasks
+from deltaserve.errors import TaskError
 
 
 @dataclass
@@ -47,8 +48,8 @@ def pick_demo_task(tasks):
 
 
 def run_demo(config: DemoConfig, console: Console | None = None, engine=None) -> dict:
-    from harness import Agent
-    from harness.client import register_local_engine
+    from deltaserve.harness import Agent
+    from deltaserve.harness.client import register_local_engine
 
     console = console or Console()
     out_dir = Path(config.out_dir or default_out_dir())
@@ -56,7 +57,7 @@ def run_demo(config: DemoConfig, console: Console | None = None, engine=None) ->
     tasks = load_tasks(config.tasks_dir)
     task = next((t for t in tasks if t.id == config.task_id), None) if config.task_id else pick_demo_task(tasks)
     if task is None:
-        raise ValueError(f"unknown task {config.task_id!r}; known: {', '.join(t.id for t in tasks)}")
+        raise TaskError(f"unknown task {config.task_id!r}; known: {', '.join(t.id for t in tasks)}")
 
     console.rule(f"[bold]deltaserve demo[/] · model {config.model}")
     console.print(f"Loading {config.model} into the engine ...")
@@ -89,7 +90,7 @@ def run_demo(config: DemoConfig, console: Console | None = None, engine=None) ->
                              task_ids=config.eval_task_ids),
             engine=engine,
         )
-        from harness.cli.eval import print_summary
+        from deltaserve.cli.eval import print_summary
 
         print_summary(eval_result, console)
         result["decode_cost"] = eval_result

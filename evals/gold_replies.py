@@ -17,14 +17,13 @@ from __future__ import annotations
 import difflib
 from dataclasses import dataclass
 
-from harness import formats
-from tools.patch import apply_patch
+from deltaserve.harness import formats
+from deltaserve.tools.patch import apply_patch
+
+from deltaserve.errors import GoldReplyError
 
 GIT_ONLY_PREFIXES = ("diff --git ", "index ", "similarity index", "old mode", "new mode")
 
-
-class GoldReplyError(ValueError):
-    """A gold reply could not be built or does not reproduce the gold patch."""
 
 
 @dataclass(frozen=True)

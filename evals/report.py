@@ -10,7 +10,7 @@ import statistics
 from collections import defaultdict
 from pathlib import Path
 
-from evals.results import load_rows, rows_of
+from deltaserve.evals.results import load_rows, rows_of
 
 FORMATS = ("whole", "udiff", "search_replace")
 

@@ -9,6 +9,8 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+from deltaserve.errors import EvalError
+
 
 def append_row(path: Path, row: dict) -> None:
     path.parent.mkdir(parents=True, exist_ok=True)
@@ -32,9 +34,9 @@ def load_rows(path: Path) -> list[dict]:
         except json.JSONDecodeError as exc:
             if number == len(lines):
                 continue  # torn final write
-            raise ValueError(f"{path}:{number}: not a JSON row ({exc})") from exc
+            raise EvalError(f"{path}:{number}: not a JSON row ({exc})") from exc
         if not isinstance(row, dict) or "kind" not in row:
-            raise ValueError(f"{path}:{number}: a result row must be an object with a 'kind'")
+            raise EvalError(f"{path}:{number}: a result row must be an object with a 'kind'")
         rows.append(row)
     return rows
 

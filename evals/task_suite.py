@@ -7,6 +7,8 @@ from pathlib import Path
 
 from pydantic import BaseModel, Field, field_validator
 
+from deltaserve.errors import TaskError
+
 TASKS_DIR = Path(__file__).parent / "tasks"
 
 
@@ -48,7 +50,7 @@ class Task(BaseModel):
 def load_task(task_dir: Path) -> Task:
     spec = TaskSpec.model_validate(json.loads((task_dir / "task.json").read_text()))
     if spec.id != task_dir.name:
-        raise ValueError(f"{task_dir}: task id {spec.id!r} does not match its directory name")
+        raise TaskError(f"{task_dir}: task id {spec.id!r} does not match its directory name")
     return Task(spec=spec, root=task_dir)
 
 
@@ -60,5 +62,5 @@ def load_tasks(tasks_dir: Path | None = None, ids: list[str] | None = None) -> l
         return list(tasks.values())
     missing = [i for i in ids if i not in tasks]
     if missing:
-        raise ValueError(f"unknown task ids {missing}; known: {sorted(tasks)}")
+        raise TaskError(f"unknown task ids {missing}; known: {sorted(tasks)}")
     return [tasks[i] for i in ids]

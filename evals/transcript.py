@@ -11,10 +11,12 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from harness import formats, lookups
-from harness.agent import first_prompt
-from harness.prompt import Prompt
-from tools.patch import PatchError
+from deltaserve.harness import formats, lookups
+from deltaserve.harness.agent import first_prompt
+from deltaserve.harness.prompt import Prompt
+from deltaserve.tools.patch import PatchError
+
+from deltaserve.errors import EvalError
 
 
 def step1_prompt(workspace, fmt_name: str, description: str, test_command: str, tests,
@@ -46,8 +48,8 @@ def _failing_udiff(udiff_reply: str, workspace) -> tuple[str, str]:
         try:
             udiff.apply(udiff.parse(reply), workspace, dry_run=True)
         except PatchError as exc:
-            return reply, getattr(exc, "message", None) or str(exc)
-    raise ValueError("could not build a failing diff for the replay transcript")
+            return reply, exc.message
+    raise EvalError("could not build a failing diff for the replay transcript")
 
 
 def replay_transcript(workspace, edited_path: str, udiff_reply: str) -> list[TranscriptStep]:

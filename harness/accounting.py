@@ -187,7 +187,7 @@ class RunReport(_Savings):
 
 def whole_file_tokens(new_contents: dict[str, str | None], count) -> int:
     """Tokens of the `whole` reply carrying edits whose post-edit files are `new_contents` (PatchResult's)."""
-    from harness.formats import whole
+    from deltaserve.harness.formats import whole
 
     return count(whole.render(new_contents)) if new_contents else 0
 
@@ -197,15 +197,15 @@ def find_tokenizer(model: str):
     `local/<name>`; for `provider/<name>` (e.g. `openai/smollm2-135m` against `deltaserve serve`) one our
     engine's loader resolves or one already in the Hugging Face cache. None: let litellm count."""
     if model.startswith("local/"):
-        from harness.client import local_engine
+        from deltaserve.harness.client import local_engine
 
         return local_engine(model.removeprefix("local/")).tokenizer
     name = model.split("/", 1)[1] if "/" in model else model
     from transformers import AutoTokenizer
 
     try:
-        from engine.errors import ModelNotFoundError
-        from engine.loader import convert_gguf, resolve_source
+        from deltaserve.engine.errors import ModelNotFoundError
+        from deltaserve.engine.loader import convert_gguf, resolve_source
 
         try:
             source = resolve_source(name)

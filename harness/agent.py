@@ -9,17 +9,18 @@ import sys
 from collections.abc import Callable
 from pathlib import Path
 
+from deltaserve.harness import accounting, context, formats, lookups
+from deltaserve.harness.accounting import ApplyOutcome, RunReport, StepReport, TestOutcome, TokenCounter
+from deltaserve.harness.formats import whole
+from deltaserve.harness.live_table import MIN_WIDTH, LiveTable
+from deltaserve.harness.prompt import Prompt
+from deltaserve.harness.trace import TraceWriter
+from deltaserve.harness.workspace_guard import Snapshot, check_clean
 from rich.console import Console
 from rich.markup import escape
 from rich.syntax import Syntax
 
-from harness import accounting, context, formats, lookups
-from harness.accounting import ApplyOutcome, RunReport, StepReport, TestOutcome, TokenCounter
-from harness.formats import whole
-from harness.live_table import MIN_WIDTH, LiveTable
-from harness.prompt import Prompt
-from harness.trace import TraceWriter
-from harness.workspace_guard import Snapshot, check_clean
+from deltaserve.errors import ToolError
 
 DEFAULT_MODEL = "local/smollm2-135m"
 OUTPUT_TAIL_CHARS = 3000
@@ -64,7 +65,7 @@ class Agent:
                  allow_dirty: bool = False, trace: str | Path | None = None, console: Console | None = None,
                  test_timeout: float = 120.0, complete: Callable | None = None,
                  counter: Callable[[str], int] | None = None, **completion_kwargs):
-        from tools.workspace import Workspace
+        from deltaserve.tools.workspace import Workspace
 
         self.workspace = Workspace(workspace)
         self.task = task.strip()
@@ -98,12 +99,12 @@ class Agent:
     def complete(self, messages: list[dict], prediction: str | None):
         complete = self._complete
         if complete is None:
-            from harness.client import complete
+            from deltaserve.harness.client import complete
         return complete(model=self.model, messages=messages, max_tokens=self.max_tokens, api_base=self.api_base,
                         temperature=self.temperature, prediction=prediction, **self.completion_kwargs)
 
     def run_tests(self):
-        from tools.tests import run_tests
+        from deltaserve.tools.tests import run_tests
 
         return run_tests(self.workspace, self.test_cmd, timeout=self.test_timeout)
 
@@ -132,12 +133,12 @@ class Agent:
     def context_window(self) -> int | None:
         if not self.model.startswith("local/") or self._complete is not None:
             return None  # hosted models: their windows dwarf our caps; scripted completions: no model at all
-        from harness.client import local_engine
+        from deltaserve.harness.client import local_engine
 
         return local_engine(self.model.removeprefix("local/")).max_model_len
 
     def _prompt_tokens(self, messages: list[dict]) -> int:
-        from harness.client import local_engine
+        from deltaserve.harness.client import local_engine
 
         return len(local_engine(self.model.removeprefix("local/")).apply_chat_template(messages))
 
@@ -195,7 +196,6 @@ class Agent:
 
     def act(self, step: int, reply) -> tuple[StepReport, str]:
         """Apply the reply's edits (or serve its lookups); the step's report and the feedback for the model."""
-        from tools.patch import PatchError
 
         def make(**fields) -> StepReport:
             return StepReport.from_completion(reply, step=step, model=self.model, edit_format=self.format.NAME,
@@ -221,8 +221,8 @@ class Agent:
             preview = self.format.apply(edits, self.workspace, dry_run=True)  # raises before anything is written
             self.snapshot.remember(preview.files_changed)
             result = preview if self.dry_run else self.format.apply(edits, self.workspace)
-        except (PatchError, ValueError) as exc:
-            message = getattr(exc, "message", None) or str(exc)
+        except ToolError as exc:
+            message = exc.message
             applied = ApplyOutcome(ok=False, error=message, dry_run=self.dry_run)
             return (make(action="edit", outcome="apply failed", apply=applied),
                     f"Your edits could not be applied; nothing was changed.\n{message}")

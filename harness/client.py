@@ -56,7 +56,7 @@ def local_engine(name: str, **engine_kwargs: Any) -> Any:
     """The process-wide Engine behind `local/<name>` (created on first use with `engine_kwargs`)."""
     with _registry_lock:
         if name not in _engines:
-            from engine import Engine
+            from deltaserve.engine import Engine
 
             _engines[name] = Engine.from_pretrained(name, **engine_kwargs)
             _engine_locks[name] = threading.Lock()
@@ -71,7 +71,7 @@ def register_local_engine(name: str, engine: Any) -> None:
 
 
 def _sampling_params(optional_params: dict) -> tuple[Any, str | None]:
-    from engine import SamplingParams
+    from deltaserve.engine import SamplingParams
 
     p = dict(optional_params)
     extra = p.pop("extra_body", None) or {}
@@ -79,7 +79,7 @@ def _sampling_params(optional_params: dict) -> tuple[Any, str | None]:
     stop = p.get("stop") or []
     prediction = p.get("prediction")
     if isinstance(prediction, dict):  # OpenAI's {"type": "content", "content": str | text parts}
-        from engine.openai_protocol import Prediction
+        from deltaserve.engine.openai_protocol import Prediction
 
         prediction = Prediction.model_validate(prediction).text()
     max_tokens = p.get("max_completion_tokens") or p.get("max_tokens") or 256
@@ -99,7 +99,7 @@ def _sampling_params(optional_params: dict) -> tuple[Any, str | None]:
 def _run_local(name: str, messages: list, optional_params: dict) -> Iterator[Any]:
     """RequestOutputs of one request on the in-process engine; holds that engine's lock meanwhile. The
     engine's refusals reach litellm with an HTTP status (else litellm reports them as its own bugs)."""
-    from engine.errors import ModelNotFoundError
+    from deltaserve.engine.errors import ModelNotFoundError
 
     try:
         yield from _run_local_unmapped(name, messages, optional_params)
@@ -122,7 +122,7 @@ def _run_local_unmapped(name: str, messages: list, optional_params: dict) -> Ite
 
 def _usage_and_metrics(m: Any) -> tuple[dict, dict]:
     """The `usage` block (less the reasoning_tokens litellm leaves unset) and `metrics` object the server sends."""
-    from engine.openai_protocol import usage_and_metrics
+    from deltaserve.engine.openai_protocol import usage_and_metrics
 
     usage, metrics = usage_and_metrics([(0, m)])
     return usage.model_dump(exclude={"completion_tokens_details": {"reasoning_tokens"}}), metrics.model_dump()

@@ -7,7 +7,7 @@ import re
 from dataclasses import dataclass
 from pathlib import Path
 
-from harness.prompt import render_file
+from deltaserve.harness.prompt import render_file
 
 MAX_FILES = 6
 MAX_FILE_CHARS = 12_000
@@ -68,7 +68,7 @@ def definition_files(workspace, names: list[str]) -> list[str]:
     """Files defining any of these names (`def name` / `class name`), via tools.files.grep."""
     if not names:
         return []
-    from tools.files import grep
+    from deltaserve.tools.files import grep
 
     found: list[str] = []
     for name in names:

@@ -12,7 +12,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-from harness.prompt import render_file
+from deltaserve.harness.prompt import render_file
 
 MAX_VIEW_LINES = 200
 MAX_GREP_HITS = 50
@@ -63,6 +63,6 @@ def _view(lookup: Lookup, workspace, numbered: bool) -> str:
 
 
 def _grep(lookup: Lookup, workspace) -> str:
-    from tools.files import grep
+    from deltaserve.tools.files import grep
 
     return f"{lookup}:\n" + grep(workspace, lookup.target, max_results=MAX_GREP_HITS)  # "path:line: text" lines

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from harness.accounting import StepReport
+from deltaserve.harness.accounting import StepReport
 
 
 class TraceWriter:

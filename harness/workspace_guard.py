@@ -9,11 +9,10 @@ import subprocess
 import tempfile
 from pathlib import Path
 
+from deltaserve.errors import DirtyWorkspaceError
+
 _COPY_IGNORE = shutil.ignore_patterns(".venv", "venv", "__pycache__", ".pytest_cache", "node_modules", ".mypy_cache")
 
-
-class DirtyWorkspaceError(RuntimeError):
-    pass
 
 
 def uncommitted_changes(root: Path) -> list[str] | None:

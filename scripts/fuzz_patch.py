@@ -12,21 +12,15 @@ Exit status 1 if any of those occurred.
 from __future__ import annotations
 
 import argparse
-import importlib.util
 import random
 import sys
 import time
 from collections import Counter
-from pathlib import Path
 
 from hypothesis import HealthCheck, Phase, given, settings
 from hypothesis import strategies as st
 
-ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT))
-_spec = importlib.util.spec_from_file_location("diff_fuzz", ROOT / "tests" / "tools" / "diff_fuzz.py")
-diff_fuzz = sys.modules.setdefault("diff_fuzz", importlib.util.module_from_spec(_spec))
-_spec.loader.exec_module(diff_fuzz)
+from deltaserve.testing import diff_fuzz
 
 BAD = ("crash", "partial_write", "silent_refusal", "wrong_result")
 

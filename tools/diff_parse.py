@@ -17,10 +17,11 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field
 
+from deltaserve.tools.hunks import Hunk
 from unidiff import PatchSet
 from unidiff.errors import UnidiffParseError
 
-from tools.hunks import Hunk
+from deltaserve.errors import DiffParseError
 
 DEV_NULL = "/dev/null"
 _FENCE = re.compile(r"^(`{3,}|~{3,})\s*(.*)$")
@@ -30,9 +31,6 @@ _HUNK_HEADER = re.compile(
 _GIT_HEADER = re.compile(r"^diff --git (?P<rest>.+)$")
 _PATH_LINE = re.compile(r"^(?:(?:file(?:name)?|path|index)\s*:\s*|#+\s*)?(?P<path>\S+?)[:]?$", re.IGNORECASE)
 
-
-class DiffParseError(ValueError):
-    pass
 
 
 @dataclass

@@ -12,9 +12,8 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pathspec
-
-from tools.textfile import decode, is_binary, split_lines
-from tools.workspace import Workspace, WorkspaceError
+from deltaserve.tools.textfile import decode, is_binary, split_lines
+from deltaserve.tools.workspace import Workspace, WorkspaceError
 
 MAX_VIEW_LINES = 400
 MAX_LINE_CHARS = 500

@@ -27,6 +27,8 @@ from __future__ import annotations
 import difflib
 from dataclasses import dataclass, field
 
+from deltaserve.errors import HunkError
+
 FUZZY_THRESHOLD = 0.85  # mean per-line similarity of the window
 FUZZY_MARGIN = 0.05  # a rival window this close to the best makes the match ambiguous
 FUZZY_LINE_MIN = 0.5  # every aligned context line at least this similar
@@ -89,14 +91,6 @@ class Match:
     # for the one-to-one strategies, where source line i is file line start + i.
     align: list[int | None] | None = None
 
-
-class HunkError(Exception):
-    """A hunk could not be placed; `reason` is a sentence for the model, `closest` a numbered excerpt."""
-
-    def __init__(self, reason: str, closest: str = ""):
-        super().__init__(reason)
-        self.reason = reason
-        self.closest = closest
 
 
 def _indent(line: str) -> str:

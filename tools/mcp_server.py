@@ -10,26 +10,25 @@ from __future__ import annotations
 import functools
 import os
 
+from deltaserve.tools import files, patch, tests
+from deltaserve.tools.workspace import Workspace
 from mcp.server import MCPServer
-from mcp.server.mcpserver.exceptions import ToolError
+from mcp.server.mcpserver.exceptions import ToolError as MCPToolError
 
-from tools import files, patch, tests
-from tools.workspace import Workspace, WorkspaceError
+from deltaserve import errors
 
 MAX_LISTED_FILES = 1000
 
 
 def _model_errors(fn):
-    """Expected failures become ToolErrors carrying their message (not 'Error executing tool')."""
+    """Expected failures become MCP ToolErrors carrying their message (not 'Error executing tool')."""
 
     @functools.wraps(fn)
     def wrapper(*args, **kwargs):
         try:
             return fn(*args, **kwargs)
-        except patch.PatchError as exc:
-            raise ToolError(exc.message) from None
-        except (WorkspaceError, ValueError) as exc:
-            raise ToolError(str(exc)) from None
+        except errors.ToolError as exc:
+            raise MCPToolError(exc.message) from None
 
     return wrapper
 

@@ -17,11 +17,13 @@ import os
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from tools.diff_parse import DiffParseError, FilePatch, parse_diff
-from tools.hunks import STRATEGIES, Hunk, HunkError, apply_hunks
-from tools.search_replace import SearchReplace, parse_search_replace_blocks, search_replace_hunk
-from tools.textfile import TextFile, atomic_write, check_encodable, split_lines
-from tools.workspace import Workspace, WorkspaceError
+from deltaserve.tools.diff_parse import DiffParseError, FilePatch, parse_diff
+from deltaserve.tools.hunks import STRATEGIES, Hunk, HunkError, apply_hunks
+from deltaserve.tools.search_replace import SearchReplace, parse_search_replace_blocks, search_replace_hunk
+from deltaserve.tools.textfile import TextFile, atomic_write, check_encodable, split_lines
+from deltaserve.tools.workspace import Workspace, WorkspaceError
+
+from deltaserve.errors import PatchError
 
 __all__ = [
     "HunkResult", "PatchError", "PatchResult", "SearchReplace", "apply_patch", "apply_search_replace",
@@ -33,15 +35,6 @@ __all__ = [
 HUNK_STRATEGIES = (*STRATEGIES, "line-number", "create", "delete", "whole")
 MAX_SHOWN_LINES = 12
 
-
-class PatchError(ValueError):
-    """An edit that was not applied (nothing was written). `message` is written for the model."""
-
-    def __init__(self, message: str, path: str | None = None, hunk: int | None = None):
-        super().__init__(message)
-        self.message = message
-        self.path = path
-        self.hunk = hunk  # 1-based hunk/block number within `path`, when one hunk is to blame
 
 
 @dataclass
@@ -197,7 +190,7 @@ def _paths(ws: Workspace, fp: FilePatch) -> tuple[str | None, str | None]:
 
 
 def _hunk_failure(rel: str, exc: HunkError, hunks: list[Hunk], what: str = "Hunk") -> PatchError:
-    idx = getattr(exc, "index", 0)
+    idx = exc.index
     hunk = hunks[idx]
     where = f" (its @@ line says line {hunk.line_hint})" if hunk.line_hint else ""
     msg = [f"{what} {idx + 1} of {len(hunks)} for {rel}{where} was not applied: {exc.reason}."]

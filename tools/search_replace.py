@@ -21,9 +21,11 @@ import difflib
 import re
 from dataclasses import dataclass
 
-from tools.diff_parse import looks_like_path
-from tools.hunks import Hunk
-from tools.textfile import split_lines
+from deltaserve.tools.diff_parse import looks_like_path
+from deltaserve.tools.hunks import Hunk
+from deltaserve.tools.textfile import split_lines
+
+from deltaserve.errors import PatchError
 
 _SEARCH = re.compile(r"^\s*<{5,9}\s*SEARCH\b.*$")
 _DIVIDER = re.compile(r"^\s*={5,9}\s*$")
@@ -37,9 +39,6 @@ class SearchReplace:
     search: str
     replace: str
 
-
-class SearchReplaceParseError(ValueError):
-    pass
 
 
 def _filename_above(lines: list[str], i: int, previous: str | None) -> str | None:
@@ -75,8 +74,6 @@ def _next_marker(lines: list[str], start: int) -> int:
 def parse_search_replace_blocks(text: str) -> list[SearchReplace]:
     """Every SEARCH/REPLACE block in a model reply, in order. Raises ValueError (message for the model) on an
     unterminated block or a block without a filename."""
-    from tools.patch import PatchError  # the public error type; imported late to avoid a cycle
-
     lines = text.replace("\r\n", "\n").split("\n")
     blocks: list[SearchReplace] = []
     previous: str | None = None

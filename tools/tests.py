@@ -17,7 +17,7 @@ import threading
 import time
 from dataclasses import dataclass, field
 
-from tools.workspace import Workspace
+from deltaserve.tools.workspace import Workspace
 
 DEFAULT_COMMAND = "python -m pytest -q"
 HEAD_BYTES = 8_000

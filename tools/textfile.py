@@ -12,7 +12,10 @@ import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 
-from tools.workspace import BINARY_SNIFF_BYTES, WorkspaceError
+from deltaserve.errors import WorkspaceError
+
+# How much of a file is sniffed for NUL bytes to call it binary.
+BINARY_SNIFF_BYTES = 8192
 
 _LINE_RE = re.compile(r"[^\n]*\n|[^\n]+")
 

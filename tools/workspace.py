@@ -10,12 +10,9 @@ from __future__ import annotations
 import os
 from pathlib import Path, PurePosixPath
 
+from deltaserve.tools.textfile import decode
 
-class WorkspaceError(ValueError):
-    """A path was refused (escape, absolute, NUL, .git, ...) or a file could not be read."""
-
-
-BINARY_SNIFF_BYTES = 8192
+from deltaserve.errors import WorkspaceError
 
 
 class Workspace:
@@ -78,6 +75,4 @@ class Workspace:
 
     def read_text(self, path: str | os.PathLike[str]) -> str:
         """Decoded text (newlines as in the file); binary files are refused."""
-        from tools.textfile import decode  # local import: textfile imports nothing from here at module level
-
         return decode(self.read_bytes(path), self.relpath(path)).text

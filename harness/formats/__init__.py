@@ -9,7 +9,7 @@
 
 Another agent can use them on its own model calls:
 
-    from harness import formats
+    from deltaserve.harness import formats
     fmt = formats.get("udiff")
     edits = fmt.parse(reply_text)
     result = fmt.apply(edits, workspace)
@@ -20,9 +20,11 @@ from __future__ import annotations
 import importlib
 from types import ModuleType
 
+from deltaserve.errors import UnknownEditFormatError
+
 DEFAULT = "udiff"
-_MODULES = {"udiff": "harness.formats.udiff", "search_replace": "harness.formats.search_replace",
-            "whole": "harness.formats.whole"}
+_MODULES = {"udiff": "deltaserve.harness.formats.udiff", "search_replace": "deltaserve.harness.formats.search_replace",
+            "whole": "deltaserve.harness.formats.whole"}
 _REQUIRED = ("NAME", "NUMBERED_CONTEXT", "instructions", "parse", "apply", "counterfactual")
 
 
@@ -33,7 +35,7 @@ def names() -> list[str]:
 def get(name: str) -> ModuleType:
     """The format module registered as `name` (ValueError naming the known ones otherwise)."""
     if name not in _MODULES:
-        raise ValueError(f"unknown edit format {name!r}; known: {', '.join(_MODULES)}")
+        raise UnknownEditFormatError(f"unknown edit format {name!r}; known: {', '.join(_MODULES)}")
     return importlib.import_module(_MODULES[name])
 
 
@@ -42,5 +44,5 @@ def register(name: str, module_path: str) -> None:
     module = importlib.import_module(module_path)
     missing = [attr for attr in _REQUIRED if not hasattr(module, attr)]
     if missing:
-        raise ValueError(f"{module_path} is not an edit format: missing {', '.join(missing)}")
+        raise UnknownEditFormatError(f"{module_path} is not an edit format: missing {', '.join(missing)}")
     _MODULES[name] = module_path

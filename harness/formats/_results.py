@@ -4,7 +4,7 @@ from __future__ import annotations
 
 
 def merge_results(results: list):
-    from tools.patch import PatchResult
+    from deltaserve.tools.patch import PatchResult
 
     files_changed: list[str] = []
     new_contents: dict[str, str | None] = {}

@@ -3,7 +3,7 @@ and its replacement. Parsing and applying are tools.patch's (one parser for ever
 
 from __future__ import annotations
 
-from harness.formats import whole
+from deltaserve.harness.formats import whole
 
 NAME = "search_replace"
 NUMBERED_CONTEXT = False  # the SEARCH text must match the file, so show it exactly as it is
@@ -22,13 +22,13 @@ def instructions() -> str:
 
 def parse(reply: str) -> list:
     """SearchReplace blocks (tools.patch.SearchReplace: path, search, replace); [] if none."""
-    from tools.patch import parse_search_replace_blocks
+    from deltaserve.tools.patch import parse_search_replace_blocks
 
     return list(parse_search_replace_blocks(reply))
 
 
 def apply(edits: list, workspace, dry_run: bool = False):
-    from tools.patch import apply_search_replace_blocks
+    from deltaserve.tools.patch import apply_search_replace_blocks
 
     return apply_search_replace_blocks(workspace, edits, dry_run=dry_run)
 

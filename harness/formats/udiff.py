@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import re
 
-from harness.formats import whole
+from deltaserve.harness.formats import whole
 
 NAME = "udiff"
 NUMBERED_CONTEXT = True  # line numbers help the model write @@ headers; the tools tolerate wrong ones
@@ -73,7 +73,7 @@ def parse(reply: str) -> list[str]:
 
 def apply(edits: list[str], workspace, dry_run: bool = False):
     """All diffs as one patch: all-or-nothing across files (raises tools.patch.PatchError, nothing written)."""
-    from tools.patch import apply_patch
+    from deltaserve.tools.patch import apply_patch
 
     return apply_patch(workspace, "".join(edits), dry_run=dry_run)
 

@@ -76,8 +76,8 @@ def parse(reply: str) -> list[WholeFile]:
 
 def apply(edits: list[WholeFile], workspace, dry_run: bool = False):
     """Write every file through tools.patch.write_file; all paths are checked before anything is written."""
-    from harness.formats._results import merge_results
-    from tools.patch import write_file
+    from deltaserve.harness.formats._results import merge_results
+    from deltaserve.tools.patch import write_file
 
     checked = [write_file(workspace, e.path, e.content, dry_run=True) for e in edits]  # raises before writing
     if dry_run:

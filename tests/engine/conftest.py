@@ -3,9 +3,9 @@
 from __future__ import annotations
 
 import pytest
+from deltaserve.engine import Engine
 
-from engine import Engine
-from engine.testing import make_tiny_model_dir
+from deltaserve.testing.tiny_model import make_tiny_model_dir
 
 
 @pytest.fixture(scope="session")

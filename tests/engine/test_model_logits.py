@@ -4,11 +4,10 @@ from __future__ import annotations
 
 import pytest
 import torch
+from deltaserve.engine.kv_cache import KVCache
+from deltaserve.engine.loader import load_model
+from deltaserve.engine.model import LlamaModel, Span
 from transformers import AutoModelForCausalLM
-
-from engine.kv_cache import KVCache
-from engine.loader import load_model
-from engine.model import LlamaModel, Span
 
 ATOL = 1e-4
 BS = 16
@@ -79,7 +78,7 @@ def test_decode_batch_of_different_lengths(tiny_dirs):
 
 
 def test_untied_lm_head_and_rope_scaling(tmp_path):
-    from engine.testing import make_tiny_model_dir
+    from deltaserve.testing.tiny_model import make_tiny_model_dir
 
     path = make_tiny_model_dir(tmp_path / "m", "llama", tie_word_embeddings=False,
                                rope_parameters={"rope_type": "linear", "factor": 2.0, "rope_theta": 10000.0})
@@ -104,7 +103,7 @@ def test_long_chunk_over_cached_context(tiny_dirs, arch):
 
 def test_bfloat16_forward_close_to_hf_bfloat16(tiny_dirs):
     """bf16 (with oneDNN-prepacked weights where the CPU supports them) stays within bf16 noise of HF."""
-    from engine.model import can_prepack, mkldnn_linear
+    from deltaserve.engine.model import can_prepack, mkldnn_linear
 
     loaded = load_model(str(tiny_dirs["qwen2"]))
     ours = LlamaModel(loaded.hf_config, loaded.weights, torch.bfloat16, "cpu", 512)

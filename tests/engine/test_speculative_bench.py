@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 
-from harness.cli import main
+from deltaserve.cli import main
 
 
 def test_bench_spec_runs_all_cases(tiny_llama, tmp_path, capsys):

@@ -3,10 +3,9 @@
 from __future__ import annotations
 
 import torch
-
-from engine.sampler import SamplingParams, sample
-from engine.sequence import Sequence
-from engine.speculative import PromptLookupDrafter, _NgramIndex, _Prediction, accept_draft
+from deltaserve.engine.sampler import SamplingParams, sample
+from deltaserve.engine.sequence import Sequence
+from deltaserve.engine.speculative import PromptLookupDrafter, _NgramIndex, _Prediction, accept_draft
 
 
 def test_ngram_index_finds_latest_earlier_occurrence_longest_n_first():

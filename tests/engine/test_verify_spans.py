@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from engine import SamplingParams
+from deltaserve.engine import SamplingParams
 
 PARAMS = SamplingParams(max_tokens=30, ignore_eos=True)
 PROMPTS = [[100 + i for i in range(40)], [5000 + 3 * i for i in range(23)], [777] * 5]

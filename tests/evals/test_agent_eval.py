@@ -3,13 +3,12 @@
 import shutil
 
 import pytest
-
-from evals.agent_eval import AgentEvalConfig, run_agent_eval
-from evals.gold_replies import gold_replies
-from evals.results import append_row, load_rows, rows_of
-from evals.task_suite import load_tasks
-from harness.formats import whole
-from tools.workspace import Workspace
+from deltaserve.evals.agent_eval import AgentEvalConfig, run_agent_eval
+from deltaserve.evals.gold_replies import gold_replies
+from deltaserve.evals.results import append_row, load_rows, rows_of
+from deltaserve.evals.task_suite import load_tasks
+from deltaserve.harness.formats import whole
+from deltaserve.tools.workspace import Workspace
 
 TASK = "a-median"
 GOLD = "openai/gpt-4o-mini"  # litellm never calls out: every reply is a mock_response; counting is tiktoken's

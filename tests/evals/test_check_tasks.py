@@ -2,9 +2,10 @@
 
 import shutil
 
-from evals.check_tasks import check_task, check_tasks
-from evals.task_suite import load_tasks
-from harness.cli import main
+from deltaserve.evals.check_tasks import check_task, check_tasks
+from deltaserve.evals.task_suite import load_tasks
+
+from deltaserve.cli import main
 
 
 def test_every_task_fails_before_and_passes_after_its_gold_patch():

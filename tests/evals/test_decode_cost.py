@@ -3,11 +3,11 @@
 import json
 
 import pytest
+from deltaserve.evals.decode_cost import DecodeCostConfig, force, reply_token_ids, run_decode_cost_eval
+from deltaserve.evals.results import load_rows, rows_of
 
-from engine.testing import make_tiny_model_dir
-from evals.decode_cost import DecodeCostConfig, force, reply_token_ids, run_decode_cost_eval
-from evals.results import load_rows, rows_of
-from harness.cli import main
+from deltaserve.cli import main
+from deltaserve.testing.tiny_model import make_tiny_model_dir
 
 TASK = "a-median"  # the smallest edited file: keeps the test quick
 
@@ -20,7 +20,7 @@ def tiny_model(tmp_path_factory):
 
 @pytest.fixture(scope="module")
 def engine(tiny_model):
-    from evals.decode_cost import load_engine
+    from deltaserve.evals.decode_cost import load_engine
 
     return load_engine(DecodeCostConfig(model=str(tiny_model), dtype="float32", threads=1))
 
@@ -38,9 +38,11 @@ def test_rows_carry_the_engines_numbers(run, engine):
     rows = load_rows(out / "results.jsonl")
     dc = rows_of(rows, "decode_cost")
     assert sorted(r["format"] for r in dc) == ["search_replace", "udiff", "whole"]
-    from evals.gold_replies import gold_replies  # the same replies, rebuilt, tokenized independently
-    from evals.task_suite import load_tasks
-    from tools.workspace import Workspace
+    from deltaserve.evals.gold_replies import (
+        gold_replies,  # the same replies, rebuilt, tokenized independently
+    )
+    from deltaserve.evals.task_suite import load_tasks
+    from deltaserve.tools.workspace import Workspace
 
     task = load_tasks(ids=[TASK])[0]
     _, replies = gold_replies(Workspace(task.repo_dir), task.gold_diff)

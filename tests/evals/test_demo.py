@@ -2,10 +2,10 @@
 
 import io
 
+from deltaserve.evals.demo import DemoConfig, run_demo
 from rich.console import Console
 
-from engine.testing import make_tiny_model_dir
-from evals.demo import DemoConfig, run_demo
+from deltaserve.testing.tiny_model import make_tiny_model_dir
 
 
 def test_demo_runs_the_agent_then_the_quick_eval(tmp_path):

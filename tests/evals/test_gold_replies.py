@@ -3,13 +3,12 @@
 import shutil
 
 import pytest
-
-from evals.gold_replies import GoldEdit, gold_replies, search_replace_reply
-from evals.task_suite import load_tasks
-from evals.transcript import replay_transcript
-from harness import formats
-from tools.patch import PatchError
-from tools.workspace import Workspace
+from deltaserve.evals.gold_replies import GoldEdit, gold_replies, search_replace_reply
+from deltaserve.evals.task_suite import load_tasks
+from deltaserve.evals.transcript import replay_transcript
+from deltaserve.harness import formats
+from deltaserve.tools.patch import PatchError
+from deltaserve.tools.workspace import Workspace
 
 TASKS = load_tasks()
 

@@ -1,7 +1,7 @@
 """Which tasks --quick and the replay subsets pick."""
 
-from evals.decode_cost import QUICK_TARGET_LINES, edited_sizes, pick_quick, spread
-from evals.task_suite import load_tasks
+from deltaserve.evals.decode_cost import QUICK_TARGET_LINES, edited_sizes, pick_quick, spread
+from deltaserve.evals.task_suite import load_tasks
 
 
 def test_spread_keeps_the_ends_and_never_repeats():

@@ -1,6 +1,6 @@
 import json
 
-from harness.accounting import RunReport, StepReport, estimate_seconds_saved, measured_rates
+from deltaserve.harness.accounting import RunReport, StepReport, estimate_seconds_saved, measured_rates
 
 
 def step(n, **kw):

@@ -7,9 +7,8 @@ import json
 
 import litellm
 import pytest
+from deltaserve.harness import Agent, RunReport
 from rich.console import Console
-
-from harness import Agent, RunReport
 
 MODEL = "openai/gpt-4o-mini"  # counted with litellm's token_counter (tiktoken, bundled); never called
 BUGGY = "def add(a, b):\n    return a - b\n\n\ndef mul(a, b):\n    return a * b\n"  # conftest's calc.py
@@ -28,7 +27,7 @@ def tokens(text=None, messages=None):
 
 def scripted(replies, usages):
     """A `complete` that sends each scripted reply through the real client with usage computed here."""
-    from harness.client import complete
+    from deltaserve.harness.client import complete
 
     def call(**kwargs):
         step = len(usages)

@@ -4,7 +4,7 @@ import subprocess
 
 import pytest
 
-from harness.cli import main
+from deltaserve.cli import main
 
 
 def git(root, *args):

@@ -1,7 +1,7 @@
 """Which files the model sees first, and the size caps."""
 
-from harness import context
-from tools.workspace import Workspace
+from deltaserve.harness import context
+from deltaserve.tools.workspace import Workspace
 
 TRACEBACK = """Traceback (most recent call last):
   File "{root}/tests/test_parse.py", line 9, in test_parse

@@ -3,7 +3,7 @@
 import re
 from pathlib import Path
 
-import harness.client
+from deltaserve.harness import client as harness_client
 
 DOC = Path(__file__).resolve().parents[2] / "docs" / "harness.md"
 REPLY = "calc.py\n```\n<<<<<<< SEARCH\n    return a - b\n=======\n    return a + b\n>>>>>>> REPLACE\n```"
@@ -11,8 +11,8 @@ REPLY = "calc.py\n```\n<<<<<<< SEARCH\n    return a - b\n=======\n    return a +
 
 def test_docs_example_runs(project, monkeypatch, capsys):
     code = re.search(r"```python\n(.*?)```\n", DOC.read_text(), flags=re.DOTALL).group(1)
-    real = harness.client.complete
-    monkeypatch.setattr(harness.client, "complete", lambda *a, **kw: real(*a, **kw, mock_response=REPLY))
+    real = harness_client.complete
+    monkeypatch.setattr(harness_client, "complete", lambda *a, **kw: real(*a, **kw, mock_response=REPLY))
     exec(compile(code.replace("path/to/project", str(project)), str(DOC), "exec"), {})
     assert (project / "calc.py").read_text().startswith("def add(a, b):\n    return a + b\n")
     assert '"decode_saved"' in capsys.readouterr().out

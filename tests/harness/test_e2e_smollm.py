@@ -3,16 +3,15 @@
 import io
 
 import pytest
+from deltaserve.harness import Agent, RunReport
 from rich.console import Console
-
-from harness import Agent, RunReport
 
 MODEL = "local/smollm2-135m"
 pytestmark = pytest.mark.slow
 
 
 def test_two_real_steps_reuse_the_prefix_cache(project, test_cmd, tmp_path):
-    from harness.client import local_engine
+    from deltaserve.harness.client import local_engine
 
     eng = local_engine("smollm2-135m")
     trace = tmp_path / "trace.jsonl"

@@ -1,11 +1,10 @@
 """Formats applied through the real tools.patch on real files: new content, counterfactual, all-or-nothing."""
 
 import pytest
-
-from harness import formats
-from harness.formats import whole
-from tools.patch import PatchError
-from tools.workspace import Workspace
+from deltaserve.harness import formats
+from deltaserve.harness.formats import whole
+from deltaserve.tools.patch import PatchError
+from deltaserve.tools.workspace import Workspace
 
 SOURCE = "def add(a, b):\n    return a - b\n\n\ndef sub(a, b):\n    return a - b\n"
 FIXED = SOURCE.replace("return a - b", "return a + b", 1)

@@ -1,9 +1,8 @@
 """Each format finds its edits inside prose and code fences, and finds none in plain prose."""
 
 import pytest
-
-from harness import formats
-from harness.formats import udiff, whole
+from deltaserve.harness import formats
+from deltaserve.harness.formats import udiff, whole
 
 DIFF = "--- a/src/m.py\n+++ b/src/m.py\n@@ -1,2 +1,2 @@\n def f(x):\n-    return x\n+    return x + 1\n"
 
@@ -19,9 +18,9 @@ def test_registry_by_name():
 def test_register_checks_shape(monkeypatch):
     monkeypatch.setattr(formats, "_MODULES", dict(formats._MODULES))  # the registry is process-wide: restore it
     with pytest.raises(ValueError, match="missing"):
-        formats.register("bad", "harness.prompt")
+        formats.register("bad", "deltaserve.harness.prompt")
     assert "bad" not in formats.names()
-    formats.register("whole2", "harness.formats.whole")
+    formats.register("whole2", "deltaserve.harness.formats.whole")
     assert formats.get("whole2") is whole
 
 

@@ -1,5 +1,5 @@
-from harness import lookups
-from harness.lookups import Lookup
+from deltaserve.harness import lookups
+from deltaserve.harness.lookups import Lookup
 
 
 def test_parse_requests_among_prose():
@@ -10,7 +10,7 @@ def test_parse_requests_among_prose():
 
 
 def test_view_serves_numbered_ranges_and_explains_bad_paths(tmp_path):
-    from tools.workspace import Workspace
+    from deltaserve.tools.workspace import Workspace
 
     (tmp_path / "m.py").write_text("".join(f"line{i}\n" for i in range(1, 31)))
     ws = Workspace(tmp_path)

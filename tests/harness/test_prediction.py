@@ -4,16 +4,15 @@
 import io
 
 import pytest
+from deltaserve.harness import Agent
+from deltaserve.harness.formats import whole
 from rich.console import Console
-
-from harness import Agent
-from harness.formats import whole
 
 FIXED_WHOLE = "calc.py\n```\ndef add(a, b):\n    return a + b\n\n\ndef mul(a, b):\n    return a * b\n```\n"
 
 
 def run_capturing(project, test_cmd, model, fmt, replies, counter=None):
-    from harness.client import complete
+    from deltaserve.harness.client import complete
 
     calls = []
 

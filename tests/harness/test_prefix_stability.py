@@ -5,11 +5,10 @@ exactly what the engine's prefix cache holds after serving that step."""
 import io
 
 import pytest
+from deltaserve.harness import Agent
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from rich.console import Console
-
-from harness import Agent
 
 MODEL = "local/smollm2-135m"
 REPLIES = [
@@ -24,13 +23,13 @@ REPLIES = [
 
 @pytest.fixture(scope="module")
 def engine():
-    from harness.client import local_engine
+    from deltaserve.harness.client import local_engine
 
     return local_engine("smollm2-135m")
 
 
 def test_each_prompt_extends_the_previous_prompt_and_reply(engine, project, test_cmd):
-    from harness.client import complete
+    from deltaserve.harness.client import complete
 
     replies = iter(REPLIES)
     agent = Agent(project, "add() returns the wrong result", test_cmd=test_cmd, model=MODEL, max_steps=4,
@@ -53,7 +52,7 @@ def test_each_prompt_extends_the_previous_prompt_and_reply(engine, project, test
 
 
 def test_remote_names_of_our_models_count_with_the_same_tokenizer(engine):
-    from harness.accounting import TokenCounter
+    from deltaserve.harness.accounting import TokenCounter
 
     text = "```diff\n--- a/calc.py\n+++ b/calc.py\n@@ -1,2 +1,2 @@\n-    return a - b\n+    return a + b\n```"
     served = TokenCounter("openai/smollm2-135m")  # e.g. `deltaserve serve` behind api_base
@@ -68,7 +67,7 @@ def test_remote_names_of_our_models_count_with_the_same_tokenizer(engine):
 def test_prefix_holds_for_any_reply_text(engine, reply, feedback):
     """Whatever the model writes (leading whitespace, unicode, stray newlines), the next prompt starts with
     this prompt + the reply's tokens + the end-of-turn token."""
-    from harness.prompt import Prompt
+    from deltaserve.harness.prompt import Prompt
 
     p = Prompt("FORMAT", "CONTEXT", "TASK")
     before = engine.apply_chat_template(p.messages)

@@ -1,6 +1,5 @@
 import pytest
-
-from harness.prompt import Prompt, render_file
+from deltaserve.harness.prompt import Prompt, render_file
 
 
 def test_messages_only_grow_and_cannot_be_rewritten_from_outside():

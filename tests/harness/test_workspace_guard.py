@@ -1,9 +1,14 @@
 import subprocess
 
 import pytest
-
-from harness.workspace_guard import DirtyWorkspaceError, Snapshot, check_clean, make_copy, uncommitted_changes
-from tools.workspace import Workspace
+from deltaserve.harness.workspace_guard import (
+    DirtyWorkspaceError,
+    Snapshot,
+    check_clean,
+    make_copy,
+    uncommitted_changes,
+)
+from deltaserve.tools.workspace import Workspace
 
 
 def git(root, *args):

@@ -10,13 +10,13 @@ TINY = "tiny"  # the served model name
 
 @pytest.fixture(scope="session")
 def tiny_model_dir(tmp_path_factory):
-    from engine.testing import make_tiny_model_dir
+    from deltaserve.testing.tiny_model import make_tiny_model_dir
 
     return make_tiny_model_dir(tmp_path_factory.mktemp("tiny") / "llama")
 
 
 def tiny_engine(path, **kwargs):
-    from engine import Engine
+    from deltaserve.engine import Engine
 
     kwargs.setdefault("dtype", "float32")
     kwargs.setdefault("device", "cpu")
@@ -25,7 +25,7 @@ def tiny_engine(path, **kwargs):
 
 
 def start_server(path, engine_kwargs=None, **app_kwargs):
-    from engine.server import ServerThread, create_app
+    from deltaserve.engine.server import ServerThread, create_app
 
     app = create_app(tiny_engine(path, **(engine_kwargs or {})), served_model_name=TINY, **app_kwargs)
     return ServerThread(app).start()

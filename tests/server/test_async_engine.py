@@ -5,14 +5,13 @@ from __future__ import annotations
 import asyncio
 
 import pytest
-
-from engine import InvalidRequestError, SamplingParams
-from engine.async_engine import AsyncEngine, EngineOverloadedError, EngineStepError
+from deltaserve.engine import InvalidRequestError, SamplingParams
+from deltaserve.engine.async_engine import AsyncEngine, EngineOverloadedError, EngineStepError
 
 
 @pytest.fixture()
 def bridge(tiny_model_dir):
-    from engine import Engine
+    from deltaserve.engine import Engine
 
     engine = Engine.from_pretrained(str(tiny_model_dir), dtype="float32", device="cpu", num_blocks=256,
                                     max_num_seqs=2)

@@ -11,10 +11,9 @@ MODEL = "smollm2-135m"
 
 def test_smollm2_over_openai_client_and_litellm_local():
     import openai
-
-    from engine import Engine
-    from engine.server import ServerThread, create_app
-    from harness.client import complete, register_local_engine
+    from deltaserve.engine import Engine
+    from deltaserve.engine.server import ServerThread, create_app
+    from deltaserve.harness.client import complete, register_local_engine
 
     engine = Engine.from_pretrained(MODEL)
     smollm2_server = ServerThread(create_app(engine)).start()

@@ -6,8 +6,8 @@ import socket
 
 import pytest
 
-from harness.cli import build_parser, main
-from harness.cli.serve import engine_kwargs
+from deltaserve.cli import build_parser, main
+from deltaserve.cli.serve import engine_kwargs
 
 
 def test_help_has_defaults_and_examples(capsys):

@@ -5,9 +5,8 @@ from __future__ import annotations
 import asyncio
 import json
 
+import deltaserve.engine.engine as engine_module
 import httpx
-
-import engine.engine as engine_module
 
 TINY = "tiny"
 CHAT = "/v1/chat/completions"

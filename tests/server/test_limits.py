@@ -7,8 +7,7 @@ import json
 
 import httpx
 import pytest
-
-from engine.server import ServerLimits
+from deltaserve.engine.server import ServerLimits
 
 TINY = "tiny"
 CHAT = "/v1/chat/completions"

@@ -3,8 +3,7 @@
 from __future__ import annotations
 
 import pytest
-
-from harness.client import complete
+from deltaserve.harness.client import complete
 
 MESSAGES = [{"role": "user", "content": "Explain prefix caching in one line."}]
 CONTEXT = "Repository context:\n" + "\n".join(f"def f{i}(x): return x + {i}" for i in range(60))

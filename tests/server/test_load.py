@@ -5,8 +5,7 @@ from __future__ import annotations
 import asyncio
 
 import httpx
-
-from evals.load import LoadConfig, ServeProcess, run_load
+from deltaserve.evals.bench.load import LoadConfig, ServeProcess, run_load
 
 
 def test_short_load_run_with_disconnects_leaves_a_clean_pool(tiny_model_dir):
@@ -33,7 +32,7 @@ def test_short_load_run_with_disconnects_leaves_a_clean_pool(tiny_model_dir):
 def test_unreachable_url_is_a_clear_error(capsys):
     import socket
 
-    from evals.load import main
+    from deltaserve.evals.bench.load import main
 
     with socket.socket() as s:  # a port nobody listens on once this closes
         s.bind(("127.0.0.1", 0))

@@ -6,8 +6,7 @@ import asyncio
 
 import litellm
 import pytest
-
-from harness.client import complete, local_engine, register_local_engine
+from deltaserve.harness.client import complete, local_engine, register_local_engine
 
 MESSAGES = [{"role": "user", "content": "Name three sorting algorithms."}]
 CONTEXT = "Repository context:\n" + "\n".join(f"def g{i}(x): return x * {i}" for i in range(60))
@@ -15,7 +14,7 @@ CONTEXT = "Repository context:\n" + "\n".join(f"def g{i}(x): return x * {i}" for
 
 @pytest.fixture(scope="module")
 def local_tiny(tiny_model_dir):
-    from engine import Engine
+    from deltaserve.engine import Engine
 
     register_local_engine("tiny", Engine.from_pretrained(str(tiny_model_dir), dtype="float32", device="cpu",
                                                   num_blocks=1024))

@@ -2,8 +2,7 @@ import hashlib
 import os
 
 import pytest
-
-from tools.workspace import Workspace
+from deltaserve.tools.workspace import Workspace
 
 
 def make_files(root, files):

@@ -5,9 +5,8 @@ from __future__ import annotations
 import os
 
 import pytest
-
-from tools.files import grep, list_files, view
-from tools.workspace import WorkspaceError
+from deltaserve.tools.files import grep, list_files, view
+from deltaserve.tools.workspace import WorkspaceError
 
 
 @pytest.fixture

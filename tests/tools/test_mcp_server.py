@@ -18,7 +18,7 @@ def _text(result) -> str:
 
 
 def test_cli_help_and_bad_arguments(tmp_path, capsys):
-    from harness.cli import main
+    from deltaserve.cli import main
 
     with pytest.raises(SystemExit) as exc:
         main(["mcp", "--help"])
@@ -39,7 +39,7 @@ def test_every_tool_over_stdio(workspace):
         "debug.log": "noise\n",
     })
     script = os.path.join(os.path.dirname(sys.executable), "deltaserve")  # the installed console script
-    launcher = [script] if os.path.exists(script) else [sys.executable, "-c", "import sys; from harness.cli import main; sys.exit(main())"]
+    launcher = [script] if os.path.exists(script) else [sys.executable, "-c", "import sys; from deltaserve.cli import main; sys.exit(main())"]
     params = StdioServerParameters(
         command=launcher[0],
         args=[*launcher[1:], "mcp", "--root", str(ws.root),

@@ -11,8 +11,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 import pytest
-
-from tools.patch import HUNK_STRATEGIES, PatchError, apply_patch
+from deltaserve.tools.patch import HUNK_STRATEGIES, PatchError, apply_patch
 
 CALC = """import math
 
@@ -359,7 +358,7 @@ def test_bad_diff_changes_nothing(workspace, snapshot, bad):
 
 def test_failed_write_rolls_back(workspace, snapshot, monkeypatch):
     """If the second file's write fails, the first is restored: all or nothing even at commit time."""
-    import tools.patch as patch_mod
+    import deltaserve.tools.patch as patch_mod
 
     ws = workspace({"a.py": "A = 1\n", "b.py": "B = 1\n"})
     before = snapshot(ws.root)

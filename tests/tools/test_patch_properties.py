@@ -3,18 +3,13 @@ exactly or are refused with a message and no file changed. 2,000 examples in all
 
 from __future__ import annotations
 
-import importlib.util
 import random
 import shutil
-import sys
-from pathlib import Path
 
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-_spec = importlib.util.spec_from_file_location("diff_fuzz", Path(__file__).with_name("diff_fuzz.py"))
-diff_fuzz = sys.modules.setdefault("diff_fuzz", importlib.util.module_from_spec(_spec))
-_spec.loader.exec_module(diff_fuzz)
+from deltaserve.testing import diff_fuzz
 
 SETTINGS = dict(deadline=None, database=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
 
@@ -79,8 +74,8 @@ def _sr_case(draw):
 def test_search_replace_applies_exactly(case):
     """A SEARCH block quoting lines i..j (optionally with the block's common indentation removed, as models
     often do) replaces exactly those lines; newline style and final newline are kept."""
-    from tools.patch import apply_search_replace
-    from tools.workspace import Workspace
+    from deltaserve.tools.patch import apply_search_replace
+    from deltaserve.tools.workspace import Workspace
 
     old, i, j, repl, crlf, final, dedent = case
     nl = "\r\n" if crlf and len(old) > 1 else "\n"

@@ -5,8 +5,7 @@ from __future__ import annotations
 import os
 
 import pytest
-
-from tools.patch import (
+from deltaserve.tools.patch import (
     PatchError,
     SearchReplace,
     apply_search_replace,

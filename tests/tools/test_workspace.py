@@ -3,8 +3,7 @@
 import os
 
 import pytest
-
-from tools.workspace import Workspace, WorkspaceError
+from deltaserve.tools.workspace import Workspace, WorkspaceError
 
 
 @pytest.fixture

@@ -6,9 +6,9 @@ ones; a few invalid requests are mixed in and must be refused with a 4xx. Report
 errors, p50/p95 TTFT and inter-token latency (client-side), and the KV pool afterwards (which must be
 empty of requests). Bounded by count and by a wall-clock deadline; it stops by itself.
 
-    python -m evals.load --tiny                      # spawn a server on a tiny random model
-    python -m evals.load --model smollm2-135m --requests 40 --concurrency 8
-    python -m evals.load --url http://127.0.0.1:8000 # an already running server
+    python -m deltaserve.evals.bench.load --tiny                      # spawn a server on a tiny random model
+    python -m deltaserve.evals.bench.load --model smollm2-135m --requests 40 --concurrency 8
+    python -m deltaserve.evals.bench.load --url http://127.0.0.1:8000 # an already running server
 """
 
 from __future__ import annotations
@@ -29,6 +29,8 @@ from pathlib import Path
 from typing import Any
 
 import httpx
+
+from deltaserve.errors import ServerStartError
 
 # A shared "repository context" the long prompts start with: the same tokens every time, so a prefix
 # cache serves it after the first request.
@@ -246,7 +248,7 @@ class ServeProcess:
         self.port = free_port()
         self.url = f"http://127.0.0.1:{self.port}"
         self.log = tempfile.NamedTemporaryFile(prefix="deltaserve-serve-", suffix=".log", delete=False)
-        cmd = [sys.executable, "-c", "import sys; from harness.cli import main; sys.exit(main())", "serve",
+        cmd = [sys.executable, "-c", "import sys; from deltaserve.cli import main; sys.exit(main())", "serve",
                "--model", model, "--host", "127.0.0.1", "--port", str(self.port), "--log-level", "warning",
                *(extra_args or [])]
         root = str(Path(__file__).resolve().parents[1])
@@ -255,7 +257,7 @@ class ServeProcess:
         deadline = time.monotonic() + startup_timeout_s
         while True:
             if self.proc.poll() is not None:
-                raise RuntimeError(f"deltaserve serve exited with {self.proc.returncode}:\n{self.log_tail()}")
+                raise ServerStartError(f"deltaserve serve exited with {self.proc.returncode}:\n{self.log_tail()}")
             try:
                 if httpx.get(self.url + "/health", timeout=1.0).status_code == 200:
                     return
@@ -263,7 +265,7 @@ class ServeProcess:
                 pass
             if time.monotonic() > deadline:
                 self.close()
-                raise RuntimeError(f"deltaserve serve did not come up in {startup_timeout_s}s:\n{self.log_tail()}")
+                raise ServerStartError(f"deltaserve serve did not come up in {startup_timeout_s}s:\n{self.log_tail()}")
             time.sleep(0.2)
 
     def log_tail(self, chars: int = 3000) -> str:
@@ -326,7 +328,7 @@ def run(args: argparse.Namespace) -> int:
         else:
             model = args.model
             if args.tiny:
-                from engine.testing import make_tiny_model_dir
+                from deltaserve.testing.tiny_model import make_tiny_model_dir
 
                 model = str(make_tiny_model_dir(Path(tempfile.gettempdir()) / "deltaserve-load-tiny"))
             with ServeProcess(model, args.serve_arg) as server:
@@ -334,7 +336,7 @@ def run(args: argparse.Namespace) -> int:
     except httpx.TransportError as exc:  # before the run: the server is not there
         print(f"load: cannot reach {args.url or 'the spawned server'}: {exc}", file=sys.stderr)
         return 2
-    except RuntimeError as exc:  # the spawned server did not come up; its log tail is in the message
+    except ServerStartError as exc:  # the spawned server did not come up; its log tail is in the message
         print(f"load: {exc}", file=sys.stderr)
         return 2
     body = {**asdict(report), "ok": report.ok}
@@ -352,7 +354,7 @@ def register_load(subparsers: argparse._SubParsersAction) -> None:
 
 
 def main(argv: list[str] | None = None) -> int:
-    p = argparse.ArgumentParser(prog="python -m evals.load", description=__doc__.split("\n\n")[0])
+    p = argparse.ArgumentParser(prog="python -m deltaserve.evals.bench.load", description=__doc__.split("\n\n")[0])
     add_arguments(p)
     return run(p.parse_args(argv))
 

@@ -21,7 +21,7 @@ def register(subparsers) -> None:
 
 
 def run(args) -> int:
-    from evals.demo import DemoConfig, run_demo
+    from deltaserve.evals.demo import DemoConfig, run_demo
 
     config = DemoConfig(model=args.model, task_id=args.task, edit_format=args.format, max_steps=args.max_steps,
                         max_tokens=args.max_tokens, run_agent=not args.no_agent, run_eval=not args.no_eval,

@@ -75,10 +75,9 @@ def register(subparsers) -> None:
 
 
 def run_check_tasks(args) -> int:
+    from deltaserve.evals.check_tasks import check_tasks, render_table
+    from deltaserve.evals.task_suite import load_tasks
     from rich.console import Console
-
-    from evals.check_tasks import check_tasks, render_table
-    from evals.task_suite import load_tasks
 
     try:
         tasks = load_tasks(args.tasks_dir, _comma_list(args.tasks))
@@ -96,7 +95,7 @@ def run_check_tasks(args) -> int:
 
 
 def run_decode_cost(args) -> int:
-    from evals.decode_cost import DecodeCostConfig, run_decode_cost_eval
+    from deltaserve.evals.decode_cost import DecodeCostConfig, run_decode_cost_eval
 
     config = DecodeCostConfig(
         model=args.model,
@@ -122,12 +121,11 @@ def run_decode_cost(args) -> int:
 
 def print_summary(result: dict, console=None) -> None:
     """The eval's per-task table, its summary and where its files went."""
+    from deltaserve.evals.report import decode_table
+    from deltaserve.evals.results import load_rows
     from rich.console import Console
     from rich.markdown import Markdown
     from rich.table import Table
-
-    from evals.report import decode_table
-    from evals.results import load_rows
 
     console = console or Console()
     console.print(Markdown(decode_table(load_rows(result["paths"]["results"]))))
@@ -141,7 +139,7 @@ def print_summary(result: dict, console=None) -> None:
 
 
 def run_agent(args) -> int:
-    from evals.agent_eval import AgentEvalConfig, run_agent_eval
+    from deltaserve.evals.agent_eval import AgentEvalConfig, run_agent_eval
 
     config = AgentEvalConfig(
         models=_comma_list(args.models),
@@ -173,9 +171,8 @@ def _print_report(console, paths: dict) -> None:
 
 
 def run_report(args) -> int:
+    from deltaserve.evals.report import report_from_file
     from rich.console import Console
-
-    from evals.report import report_from_file
 
     try:
         paths = report_from_file(args.results, args.out)

@@ -2,7 +2,7 @@
 
     deltaserve bench engine   # issue 2: HF generate() vs our engine, batch 1, same dtype, 2 threads
     deltaserve bench prefix   # issue 3: agent workload TTFT per turn; 8 concurrent vs one at a time
-    python -m engine.bench engine|prefix|all [--dtype bfloat16,float32] [--threads 2] [--repeats 2]
+    python -m deltaserve.evals.bench.engine_vs_hf engine|prefix|all [--dtype bfloat16,float32] [--threads 2] [--repeats 2]
 
 Each figure is the median of --repeats runs, HF and ours interleaved so background load hits both.
 """
@@ -16,9 +16,8 @@ import time
 from pathlib import Path
 
 import torch
-
-from engine import Engine, SamplingParams
-from engine.loader import convert_gguf, resolve_source
+from deltaserve.engine import Engine, SamplingParams
+from deltaserve.engine.loader import convert_gguf, resolve_source
 
 DECODE_TOKENS = 32
 
@@ -189,7 +188,7 @@ def bench_prefix(model: str, dtype: str, threads: int, reply_tokens: int = 32) -
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m engine.bench", description=__doc__.splitlines()[0])
+    parser = argparse.ArgumentParser(prog="python -m deltaserve.evals.bench.engine_vs_hf", description=__doc__.splitlines()[0])
     add_arguments(parser)
     return run(parser.parse_args(argv))
 

@@ -1,7 +1,7 @@
 """Speculative decoding benchmark: decode passes and seconds, speculation off vs on, side by side.
 
     deltaserve bench spec [--tasks a-lru-cache,b-url-query] [--max-reply-tokens 400] [--threads 1]
-    python -m engine.bench_speculative [same options]
+    python -m deltaserve.evals.bench.speculative [same options]
 
 Four workloads on the bundled SmolLM2 (or --model):
   (a) udiff, (b) SEARCH/REPLACE, (c) whole-file replies: each task's gold reply in that format
@@ -26,8 +26,9 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
 import torch
+from deltaserve.engine import Engine, SamplingParams
 
-from engine import Engine, SamplingParams
+from deltaserve.errors import TaskError
 
 DEFAULT_TASKS = ["a-lru-cache", "b-url-query", "a-interval-merge"]
 OPEN_ENDED = [
@@ -62,16 +63,16 @@ class Side:
 
 def forced_requests(eng: Engine, task_ids: list[str], max_reply_tokens: int, tmp: Path) -> list[Request]:
     """The gold reply of each task in each format, forced after that format's step-1 prompt."""
-    from evals.decode_cost import prepare_task, reply_token_ids
-    from evals.gold_replies import gold_edit
-    from evals.task_suite import load_tasks
-    from evals.transcript import step1_prompt
-    from harness.formats import whole
+    from deltaserve.evals.decode_cost import prepare_task, reply_token_ids
+    from deltaserve.evals.gold_replies import gold_edit
+    from deltaserve.evals.task_suite import load_tasks
+    from deltaserve.evals.transcript import step1_prompt
+    from deltaserve.harness.formats import whole
 
     tasks = {t.id: t for t in load_tasks()}
     unknown = [t for t in task_ids if t not in tasks]
     if unknown:
-        raise SystemExit(f"unknown task ids: {', '.join(unknown)}; known: {', '.join(sorted(tasks))}")
+        raise TaskError(f"unknown task ids: {', '.join(unknown)}; known: {', '.join(sorted(tasks))}")
     requests = []
     for tid in task_ids:
         prep = prepare_task(tasks[tid], ["udiff", "search_replace", "whole"], tmp)
@@ -146,7 +147,7 @@ def report(results: dict[str, tuple[Side, Side]]) -> tuple[str, bool]:
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
-    """Standalone options (`python -m engine.bench_speculative`)."""
+    """Standalone options (`python -m deltaserve.evals.bench.speculative`)."""
     p.add_argument("--model", default="smollm2-135m")
     p.add_argument("--dtype", default="auto", help="auto, float32, bfloat16 or float16")
     p.add_argument("--threads", type=int, default=1, help="torch threads (1 is steadiest on a shared box)")
@@ -207,7 +208,7 @@ def run(args) -> int:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m engine.bench_speculative", description=__doc__.splitlines()[0])
+    parser = argparse.ArgumentParser(prog="python -m deltaserve.evals.bench.speculative", description=__doc__.splitlines()[0])
     add_arguments(parser)
     return run(parser.parse_args(argv))
 

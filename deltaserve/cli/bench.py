@@ -27,14 +27,14 @@ def _engine_options(p: argparse.ArgumentParser) -> None:
 
 
 def _run_engine(args) -> int:
-    from engine.bench import bench_engine
+    from deltaserve.evals.bench.engine_vs_hf import bench_engine
 
     bench_engine(args.model, _dtypes(args), args.threads, args.repeats)
     return 0
 
 
 def _run_prefix(args) -> int:
-    from engine.bench import bench_prefix
+    from deltaserve.evals.bench.engine_vs_hf import bench_prefix
 
     bench_prefix(args.model, _dtypes(args)[0], args.threads)
     return 0
@@ -45,7 +45,7 @@ def _dtypes(args) -> list[str]:
 
 
 def _run_spec(args) -> int:
-    from engine import bench_speculative
+    from deltaserve.evals.bench import speculative as bench_speculative
 
     return bench_speculative.run(args)
 
@@ -64,13 +64,13 @@ def register(subparsers) -> None:
     _engine_options(p)
     p.set_defaults(func=_run_prefix)
 
-    from engine import bench_speculative
+    from deltaserve.evals.bench import speculative as bench_speculative
 
     p = benches.add_parser("spec", help="speculative decoding off vs on: decode passes and seconds")
     bench_speculative.add_arguments(p)
     p.set_defaults(func=_run_spec)
 
-    from evals.load import register_load
+    from deltaserve.evals.bench.load import register_load
 
     register_load(benches)
     parser.set_defaults(func=lambda args: parser.print_help() or 2)

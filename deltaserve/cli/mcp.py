@@ -17,7 +17,7 @@ It speaks MCP on stdin/stdout: run it from an MCP client, not by hand."""
 
 
 def register(subparsers) -> None:
-    from harness.cli import wrapped
+    from deltaserve.cli import wrapped
 
     p = subparsers.add_parser("mcp", help="serve the file/patch/test tools over MCP (stdio)",
                               description=wrapped(
@@ -36,9 +36,9 @@ def register(subparsers) -> None:
 
 
 def run(args) -> int:
-    from tools.mcp_server import serve
-    from tools.tests import DEFAULT_COMMAND
-    from tools.workspace import WorkspaceError
+    from deltaserve.tools.mcp_server import serve
+    from deltaserve.tools.tests import DEFAULT_COMMAND
+    from deltaserve.tools.workspace import WorkspaceError
 
     if args.test_timeout <= 0:
         print("deltaserve mcp: --test-timeout must be more than 0 seconds", file=sys.stderr)

@@ -25,10 +25,9 @@ import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from deltaserve.tools.patch import PatchError, apply_patch
+from deltaserve.tools.workspace import Workspace
 from hypothesis import strategies as st
-
-from tools.patch import PatchError, apply_patch
-from tools.workspace import Workspace
 
 VOCAB = [
     "", "", "", "    pass", "    return x", "    return None", "}", "{", "    x = 1", "    x = 2", "else:",

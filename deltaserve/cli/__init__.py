@@ -12,7 +12,7 @@ import shutil
 import sys
 import textwrap
 
-# Subcommand modules under harness.cli, in the order `--help` lists them.
+# Subcommand modules under deltaserve.cli, in the order `--help` lists them.
 COMMANDS = ["fix", "serve", "eval", "bench", "demo", "mcp"]
 
 EXAMPLES = """examples:
@@ -42,9 +42,9 @@ def build_parser() -> argparse.ArgumentParser:
     subparsers = parser.add_subparsers(dest="command", metavar="COMMAND")
     for name in COMMANDS:
         try:
-            module = importlib.import_module(f"harness.cli.{name}")
+            module = importlib.import_module(f"deltaserve.cli.{name}")
         except ModuleNotFoundError as exc:
-            if exc.name != f"harness.cli.{name}":
+            if exc.name != f"deltaserve.cli.{name}":
                 raise
             continue  # not built yet
         module.register(subparsers)

@@ -17,8 +17,9 @@ Exit code: 0 when the tests pass, 1 when they still fail, 2 for bad arguments.""
 
 
 def register(subparsers) -> None:
-    from harness import formats
-    from harness.cli import wrapped
+    from deltaserve.harness import formats
+
+    from deltaserve.cli import wrapped
 
     p = subparsers.add_parser("fix", help="fix a failing test with an edit-by-diff agent; report tokens saved",
                               description=wrapped(
@@ -51,8 +52,8 @@ def register(subparsers) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from harness.agent import Agent
-    from harness.workspace_guard import DirtyWorkspaceError, check_clean, make_copy
+    from deltaserve.harness.agent import Agent
+    from deltaserve.harness.workspace_guard import DirtyWorkspaceError, check_clean, make_copy
 
     if not args.path.is_dir():
         print(f"deltaserve fix: {args.path} is not a directory", file=sys.stderr)
@@ -67,8 +68,8 @@ def run(args: argparse.Namespace) -> int:
             print(f"deltaserve fix: {exc}", file=sys.stderr)
             return 2
     if args.model.startswith("local/"):  # load it now: a wrong name is a clear error, not a failed first step
-        from engine.errors import EngineError
-        from harness.client import local_engine
+        from deltaserve.engine.errors import EngineError
+        from deltaserve.harness.client import local_engine
 
         try:
             local_engine(args.model.removeprefix("local/"),

@@ -19,7 +19,7 @@ Every response carries usage.prompt_tokens_details.cached_tokens (prefix-cache h
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
-    from harness.cli import wrapped
+    from deltaserve.cli import wrapped
 
     p = subparsers.add_parser("serve", help="serve a model over an OpenAI-compatible HTTP API",
                               description=wrapped(
@@ -83,10 +83,9 @@ def engine_kwargs(args: argparse.Namespace) -> dict:
 
 
 def run(args: argparse.Namespace) -> int:
+    from deltaserve.engine.errors import EngineError
+    from deltaserve.engine.server import ServerLimits, bind_socket, run_server
     from pydantic import ValidationError
-
-    from engine.errors import EngineError
-    from engine.server import ServerLimits, bind_socket, run_server
 
     try:
         limits = ServerLimits(max_prompt_tokens=args.max_prompt_tokens, max_tokens=args.max_tokens,
@@ -99,7 +98,7 @@ def run(args: argparse.Namespace) -> int:
         return _fail(f"cannot listen on {args.host}:{args.port}: {exc.strerror or exc}"
                      + ("; pick another with --port" if exc.errno == 98 else ""))
     try:
-        from engine import Engine
+        from deltaserve.engine import Engine
 
         engine = Engine.from_pretrained(args.model, **engine_kwargs(args))
     except ValidationError as exc:

@@ -1,0 +1,117 @@
+"""Every error deltaserve raises on purpose, in one hierarchy.
+
+Each carries `.message`: a sentence written for whoever reads it next, a user at a terminal or a model that
+gets it back as feedback. Catch `DeltaserveError` to handle them all; the server maps the engine's kinds to
+the OpenAI error shape in one place (the server's error handlers). Bad-input kinds also derive from ValueError, so
+callers that only know the standard library still catch them.
+"""
+
+from __future__ import annotations
+
+
+class DeltaserveError(Exception):
+    """Base class of every deltaserve error."""
+
+    def __init__(self, message: str):
+        super().__init__(message)
+        self.message = message
+
+
+# engine ---------------------------------------------------------------------------------------------------
+
+
+class EngineError(DeltaserveError):
+    """Base class of the errors the engine raises."""
+
+
+class InvalidRequestError(EngineError, ValueError):
+    """A request the engine refuses: empty prompt, prompt longer than the context, bad sampling params."""
+
+
+class ModelNotFoundError(EngineError, ValueError):
+    """A model name or path that does not resolve to local weights."""
+
+
+class APIError(EngineError):
+    """An HTTP error the server answers in the OpenAI error shape (`status`, `type`, `param`, `code`)."""
+
+    def __init__(self, status: int, message: str, type: str = "invalid_request_error", param: str | None = None,
+                 code: str | None = None):
+        super().__init__(message)
+        self.status, self.type, self.param, self.code = status, type, param, code
+
+
+class ServerStartError(EngineError):
+    """A server that was started did not come up; the message says why (a spawned one's log tail)."""
+
+
+class EngineOverloadedError(EngineError):
+    """Too many requests are already waiting (the server answers 503)."""
+
+
+class EngineStepError(EngineError):
+    """The engine's step loop failed while this request was in flight (the server answers 500)."""
+
+
+# tools ----------------------------------------------------------------------------------------------------
+
+
+class ToolError(DeltaserveError, ValueError):
+    """Base class of the errors the file, patch and test tools raise."""
+
+
+class WorkspaceError(ToolError):
+    """A path was refused (escape, absolute, NUL, .git, ...) or a file could not be read."""
+
+
+class PatchError(ToolError):
+    """An edit that was not applied (nothing was written). `message` is written for the model."""
+
+    def __init__(self, message: str, path: str | None = None, hunk: int | None = None):
+        super().__init__(message)
+        self.path = path
+        self.hunk = hunk  # 1-based hunk/block number within `path`, when one hunk is to blame
+
+
+class DiffParseError(ToolError):
+    """Text that does not parse as a unified diff, even after repair."""
+
+
+class HunkError(ToolError):
+    """A hunk could not be placed; `reason` is a sentence for the model, `closest` a numbered excerpt."""
+
+    def __init__(self, reason: str, closest: str = ""):
+        super().__init__(reason)
+        self.reason = reason
+        self.closest = closest
+        self.index = 0  # 0-based hunk that failed, set by whoever placed the hunks in order
+
+
+# harness --------------------------------------------------------------------------------------------------
+
+
+class HarnessError(DeltaserveError):
+    """Base class of the errors the agent harness raises."""
+
+
+class DirtyWorkspaceError(HarnessError):
+    """The repository has uncommitted changes the agent could overwrite."""
+
+
+class UnknownEditFormatError(HarnessError, ValueError):
+    """An edit format name that is not registered."""
+
+
+# evals ----------------------------------------------------------------------------------------------------
+
+
+class EvalError(DeltaserveError):
+    """Base class of the errors the evals and benchmarks raise."""
+
+
+class GoldReplyError(EvalError, ValueError):
+    """A task's gold patch cannot be turned into a reply in some edit format."""
+
+
+class TaskError(EvalError, ValueError):
+    """A task folder or task id that is malformed or unknown."""
