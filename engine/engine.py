@@ -23,6 +23,8 @@ from collections.abc import Iterator
 from collections.abc import Sequence as Seq
 
 import torch
+from pydantic import ValidationError
+
 from deltaserve.engine.config import EngineConfig
 from deltaserve.engine.errors import EngineError, InvalidRequestError
 from deltaserve.engine.kv_cache import KVCache, bytes_per_block, default_num_blocks
@@ -33,7 +35,6 @@ from deltaserve.engine.prefix_cache import BlockManager
 from deltaserve.engine.sampler import SamplingParams, make_generator, sample
 from deltaserve.engine.scheduler import ScheduledSpan, Scheduler
 from deltaserve.engine.sequence import Sequence, Status
-from pydantic import ValidationError
 
 log = logging.getLogger(__name__)
 

@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 
 import torch
 import torch.nn.functional as F
+
 from deltaserve.engine.errors import EngineError
 from deltaserve.engine.kv_cache import KVCache
 

@@ -6,6 +6,7 @@ import enum
 import time
 
 import torch
+
 from deltaserve.engine.outputs import RequestMetrics, RequestOutput
 from deltaserve.engine.sampler import SamplingParams
 

@@ -18,6 +18,13 @@ from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
 from typing import Any
 
+from fastapi import FastAPI, Request
+from fastapi.exceptions import RequestValidationError
+from fastapi.responses import JSONResponse, Response, StreamingResponse
+from prometheus_client import CONTENT_TYPE_LATEST
+from pydantic import BaseModel, Field, ValidationError
+from starlette.exceptions import HTTPException as StarletteHTTPException
+
 from deltaserve.engine.async_engine import AsyncEngine, EngineOverloadedError, EngineStepError, RequestStream
 from deltaserve.engine.errors import InvalidRequestError
 from deltaserve.engine.openai_protocol import (
@@ -43,13 +50,6 @@ from deltaserve.engine.openai_protocol import (
     usage_and_metrics,
 )
 from deltaserve.engine.server_metrics import ServerMetrics
-from fastapi import FastAPI, Request
-from fastapi.exceptions import RequestValidationError
-from fastapi.responses import JSONResponse, Response, StreamingResponse
-from prometheus_client import CONTENT_TYPE_LATEST
-from pydantic import BaseModel, Field, ValidationError
-from starlette.exceptions import HTTPException as StarletteHTTPException
-
 from deltaserve.errors import APIError, ServerStartError
 
 log = logging.getLogger("deltaserve.server")

@@ -60,10 +60,11 @@ def restore_tests(task: Task, repo: Path) -> None:
 
 
 def run_one(task: Task, model: str, fmt: str, config: AgentEvalConfig, logs: Path) -> dict:
+    from rich.console import Console
+
     from deltaserve.harness import Agent
     from deltaserve.tools.tests import run_tests
     from deltaserve.tools.workspace import Workspace
-    from rich.console import Console
 
     row = {"kind": "agent", "task": task.id, "model": model, "format": fmt, "solved": False, "steps": 0,
            "prompt_tokens": 0, "cached_tokens": None, "completion_tokens": 0, "whole_file_tokens": 0,

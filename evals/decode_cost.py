@@ -20,6 +20,7 @@ import uuid
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from deltaserve.errors import EvalError
 from deltaserve.evals.check_tasks import TEST_ENV, copy_repo, test_command
 from deltaserve.evals.gold_replies import gold_replies
 from deltaserve.evals.report import decode_summary, render_markdown, write_report
@@ -29,8 +30,6 @@ from deltaserve.evals.transcript import replay_transcript, step1_prompt
 from deltaserve.harness import context
 from deltaserve.harness.formats import whole
 from deltaserve.harness.prompt import Prompt
-
-from deltaserve.errors import EvalError
 
 FORMATS = ["whole", "udiff", "search_replace"]
 CALIBRATION_TOKENS = 16

@@ -15,12 +15,12 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
-from deltaserve.evals.check_tasks import copy_repo, test_command
-from deltaserve.evals.decode_cost import DecodeCostConfig, edited_sizes, load_engine, run_decode_cost_eval
-from deltaserve.evals.task_suite import load_tasks
 from rich.console import Console
 
 from deltaserve.errors import TaskError
+from deltaserve.evals.check_tasks import copy_repo, test_command
+from deltaserve.evals.decode_cost import DecodeCostConfig, edited_sizes, load_engine, run_decode_cost_eval
+from deltaserve.evals.task_suite import load_tasks
 
 
 @dataclass

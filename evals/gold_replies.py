@@ -17,10 +17,9 @@ from __future__ import annotations
 import difflib
 from dataclasses import dataclass
 
+from deltaserve.errors import GoldReplyError
 from deltaserve.harness import formats
 from deltaserve.tools.patch import apply_patch
-
-from deltaserve.errors import GoldReplyError
 
 GIT_ONLY_PREFIXES = ("diff --git ", "index ", "similarity index", "old mode", "new mode")
 

@@ -11,12 +11,11 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from deltaserve.errors import EvalError
 from deltaserve.harness import formats, lookups
 from deltaserve.harness.agent import first_prompt
 from deltaserve.harness.prompt import Prompt
 from deltaserve.tools.patch import PatchError
-
-from deltaserve.errors import EvalError
 
 
 def step1_prompt(workspace, fmt_name: str, description: str, test_command: str, tests,

@@ -9,6 +9,11 @@ import sys
 from collections.abc import Callable
 from pathlib import Path
 
+from rich.console import Console
+from rich.markup import escape
+from rich.syntax import Syntax
+
+from deltaserve.errors import ToolError
 from deltaserve.harness import accounting, context, formats, lookups
 from deltaserve.harness.accounting import ApplyOutcome, RunReport, StepReport, TestOutcome, TokenCounter
 from deltaserve.harness.formats import whole
@@ -16,11 +21,6 @@ from deltaserve.harness.live_table import MIN_WIDTH, LiveTable
 from deltaserve.harness.prompt import Prompt
 from deltaserve.harness.trace import TraceWriter
 from deltaserve.harness.workspace_guard import Snapshot, check_clean
-from rich.console import Console
-from rich.markup import escape
-from rich.syntax import Syntax
-
-from deltaserve.errors import ToolError
 
 DEFAULT_MODEL = "local/smollm2-135m"
 OUTPUT_TAIL_CHARS = 3000

@@ -2,10 +2,11 @@
 
 from __future__ import annotations
 
-from deltaserve.harness.accounting import RunReport, StepReport
 from rich.console import Console
 from rich.live import Live
 from rich.table import Table
+
+from deltaserve.harness.accounting import RunReport, StepReport
 
 COLUMNS = ["step", "action", "prompt", "cached", "completion", "passes", "whole-file", "decode saved",
            "TTFT s", "decode s", "outcome"]

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import copy
 
-from deltaserve.errors import HarnessError
+from deltaserve.errors import PromptError
 
 SYSTEM = """You are a careful software engineer fixing a bug in the repository shown below.
 Make the smallest change that makes the failing tests pass. Never edit the tests unless the task says so.
@@ -59,5 +59,5 @@ class Prompt:
 
     def _append(self, role: str, content: str) -> None:
         if self._messages[-1]["role"] == role:
-            raise HarnessError(f"two {role} messages in a row; a prompt alternates reply and feedback")
+            raise PromptError(f"two {role} messages in a row; a prompt alternates reply and feedback")
         self._messages.append({"role": role, "content": content})

@@ -17,11 +17,11 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field
 
-from deltaserve.tools.hunks import Hunk
 from unidiff import PatchSet
 from unidiff.errors import UnidiffParseError
 
 from deltaserve.errors import DiffParseError
+from deltaserve.tools.hunks import Hunk
 
 DEV_NULL = "/dev/null"
 _FENCE = re.compile(r"^(`{3,}|~{3,})\s*(.*)$")

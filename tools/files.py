@@ -12,6 +12,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pathspec
+
 from deltaserve.tools.textfile import decode, is_binary, split_lines
 from deltaserve.tools.workspace import Workspace, WorkspaceError
 

@@ -10,12 +10,12 @@ from __future__ import annotations
 import functools
 import os
 
-from deltaserve.tools import files, patch, tests
-from deltaserve.tools.workspace import Workspace
 from mcp.server import MCPServer
 from mcp.server.mcpserver.exceptions import ToolError as MCPToolError
 
 from deltaserve import errors
+from deltaserve.tools import files, patch, tests
+from deltaserve.tools.workspace import Workspace
 
 MAX_LISTED_FILES = 1000
 

@@ -17,13 +17,12 @@ import os
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from deltaserve.errors import PatchError
 from deltaserve.tools.diff_parse import DiffParseError, FilePatch, parse_diff
 from deltaserve.tools.hunks import STRATEGIES, Hunk, HunkError, apply_hunks
 from deltaserve.tools.search_replace import SearchReplace, parse_search_replace_blocks, search_replace_hunk
 from deltaserve.tools.textfile import TextFile, atomic_write, check_encodable, split_lines
 from deltaserve.tools.workspace import Workspace, WorkspaceError
-
-from deltaserve.errors import PatchError
 
 __all__ = [
     "HunkResult", "PatchError", "PatchResult", "SearchReplace", "apply_patch", "apply_search_replace",

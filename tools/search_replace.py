@@ -21,11 +21,10 @@ import difflib
 import re
 from dataclasses import dataclass
 
+from deltaserve.errors import PatchError
 from deltaserve.tools.diff_parse import looks_like_path
 from deltaserve.tools.hunks import Hunk
 from deltaserve.tools.textfile import split_lines
-
-from deltaserve.errors import PatchError
 
 _SEARCH = re.compile(r"^\s*<{5,9}\s*SEARCH\b.*$")
 _DIVIDER = re.compile(r"^\s*={5,9}\s*$")

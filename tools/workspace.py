@@ -10,9 +10,8 @@ from __future__ import annotations
 import os
 from pathlib import Path, PurePosixPath
 
-from deltaserve.tools.textfile import decode
-
 from deltaserve.errors import WorkspaceError
+from deltaserve.tools.textfile import decode
 
 
 class Workspace:

@@ -5,6 +5,8 @@ from __future__ import annotations
 import sys
 from pathlib import Path
 
+from deltaserve.errors import DeltaserveError
+
 
 def register(subparsers) -> None:
     parser = subparsers.add_parser("demo", help="the agent on an example bug, then the quick decode-cost eval")
@@ -28,7 +30,7 @@ def run(args) -> int:
                         out_dir=args.out, threads=args.threads)
     try:
         run_demo(config)
-    except ValueError as exc:
+    except (DeltaserveError, ValueError) as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 1
     return 0

@@ -7,6 +7,8 @@ import sys
 import time
 from pathlib import Path
 
+from deltaserve.errors import DeltaserveError
+
 
 def _comma_list(value: str | None) -> list[str] | None:
     return [t.strip() for t in value.split(",") if t.strip()] if value else None
@@ -75,13 +77,14 @@ def register(subparsers) -> None:
 
 
 def run_check_tasks(args) -> int:
+    from rich.console import Console
+
     from deltaserve.evals.check_tasks import check_tasks, render_table
     from deltaserve.evals.task_suite import load_tasks
-    from rich.console import Console
 
     try:
         tasks = load_tasks(args.tasks_dir, _comma_list(args.tasks))
-    except (OSError, ValueError) as exc:
+    except (DeltaserveError, OSError, ValueError) as exc:
         return _error(exc)
     if not tasks:
         print("no tasks found", file=sys.stderr)
@@ -113,7 +116,7 @@ def run_decode_cost(args) -> int:
     )
     try:
         result = run_decode_cost_eval(config)
-    except ValueError as exc:
+    except (DeltaserveError, ValueError) as exc:
         return _error(exc)
     print_summary(result)
     return 0
@@ -121,11 +124,12 @@ def run_decode_cost(args) -> int:
 
 def print_summary(result: dict, console=None) -> None:
     """The eval's per-task table, its summary and where its files went."""
-    from deltaserve.evals.report import decode_table
-    from deltaserve.evals.results import load_rows
     from rich.console import Console
     from rich.markdown import Markdown
     from rich.table import Table
+
+    from deltaserve.evals.report import decode_table
+    from deltaserve.evals.results import load_rows
 
     console = console or Console()
     console.print(Markdown(decode_table(load_rows(result["paths"]["results"]))))
@@ -152,7 +156,7 @@ def run_agent(args) -> int:
     )
     try:
         result = run_agent_eval(config)
-    except ValueError as exc:
+    except (DeltaserveError, ValueError) as exc:
         return _error(exc)
     from rich.console import Console
 
@@ -171,12 +175,13 @@ def _print_report(console, paths: dict) -> None:
 
 
 def run_report(args) -> int:
-    from deltaserve.evals.report import report_from_file
     from rich.console import Console
+
+    from deltaserve.evals.report import report_from_file
 
     try:
         paths = report_from_file(args.results, args.out)
-    except (FileNotFoundError, ValueError) as exc:
+    except (DeltaserveError, FileNotFoundError, ValueError) as exc:
         return _error(exc)
     _print_report(Console(), paths)
     return 0

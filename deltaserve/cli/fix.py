@@ -17,9 +17,8 @@ Exit code: 0 when the tests pass, 1 when they still fail, 2 for bad arguments.""
 
 
 def register(subparsers) -> None:
-    from deltaserve.harness import formats
-
     from deltaserve.cli import wrapped
+    from deltaserve.harness import formats
 
     p = subparsers.add_parser("fix", help="fix a failing test with an edit-by-diff agent; report tokens saved",
                               description=wrapped(

@@ -83,9 +83,10 @@ def engine_kwargs(args: argparse.Namespace) -> dict:
 
 
 def run(args: argparse.Namespace) -> int:
+    from pydantic import ValidationError
+
     from deltaserve.engine.errors import EngineError
     from deltaserve.engine.server import ServerLimits, bind_socket, run_server
-    from pydantic import ValidationError
 
     try:
         limits = ServerLimits(max_prompt_tokens=args.max_prompt_tokens, max_tokens=args.max_tokens,

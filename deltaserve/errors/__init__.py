@@ -98,6 +98,10 @@ class DirtyWorkspaceError(HarnessError):
     """The repository has uncommitted changes the agent could overwrite."""
 
 
+class PromptError(HarnessError, ValueError):
+    """A prompt built out of order (two messages of one role in a row)."""
+
+
 class UnknownEditFormatError(HarnessError, ValueError):
     """An edit format name that is not registered."""
 
@@ -105,13 +109,13 @@ class UnknownEditFormatError(HarnessError, ValueError):
 # evals ----------------------------------------------------------------------------------------------------
 
 
-class EvalError(DeltaserveError):
-    """Base class of the errors the evals and benchmarks raise."""
+class EvalError(DeltaserveError, ValueError):
+    """Base class of the errors the evals and benchmarks raise (bad tasks, results, options)."""
 
 
-class GoldReplyError(EvalError, ValueError):
+class GoldReplyError(EvalError):
     """A task's gold patch cannot be turned into a reply in some edit format."""
 
 
-class TaskError(EvalError, ValueError):
+class TaskError(EvalError):
     """A task folder or task id that is malformed or unknown."""

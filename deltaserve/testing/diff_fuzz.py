@@ -25,9 +25,10 @@ import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from hypothesis import strategies as st
+
 from deltaserve.tools.patch import PatchError, apply_patch
 from deltaserve.tools.workspace import Workspace
-from hypothesis import strategies as st
 
 VOCAB = [
     "", "", "", "    pass", "    return x", "    return None", "}", "{", "    x = 1", "    x = 2", "else:",

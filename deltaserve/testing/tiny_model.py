@@ -10,6 +10,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import torch
+
 from deltaserve.engine.loader import bundled_gguf, cache_root, gguf_cache_dir
 
 TINY_ARCHS = ("llama", "qwen2", "qwen3", "mistral")

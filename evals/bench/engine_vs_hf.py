@@ -16,6 +16,7 @@ import time
 from pathlib import Path
 
 import torch
+
 from deltaserve.engine import Engine, SamplingParams
 from deltaserve.engine.loader import convert_gguf, resolve_source
 

@@ -26,8 +26,8 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
 import torch
-from deltaserve.engine import Engine, SamplingParams
 
+from deltaserve.engine import Engine, SamplingParams
 from deltaserve.errors import TaskError
 
 DEFAULT_TASKS = ["a-lru-cache", "b-url-query", "a-interval-merge"]

@@ -3,8 +3,8 @@
 from __future__ import annotations
 
 import pytest
-from deltaserve.engine import Engine
 
+from deltaserve.engine import Engine
 from deltaserve.testing.tiny_model import make_tiny_model_dir
 
 

@@ -2,8 +2,9 @@
 
 from __future__ import annotations
 
-import deltaserve.engine.engine as engine_module
 import pytest
+
+import deltaserve.engine.engine as engine_module
 from deltaserve.engine import Engine, InvalidRequestError, ModelNotFoundError, RequestOutput, SamplingParams
 
 GREEDY = SamplingParams(max_tokens=12, ignore_eos=True)

@@ -4,10 +4,11 @@ from __future__ import annotations
 
 import pytest
 import torch
+from transformers import AutoModelForCausalLM
+
 from deltaserve.engine.kv_cache import KVCache
 from deltaserve.engine.loader import load_model
 from deltaserve.engine.model import LlamaModel, Span
-from transformers import AutoModelForCausalLM
 
 ATOL = 1e-4
 BS = 16

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import pytest
 import torch
+
 from deltaserve.engine import Engine, SamplingParams
 from deltaserve.engine.loader import bundled_gguf, convert_gguf, load_model
 

@@ -13,9 +13,9 @@ import random
 
 import pytest
 import torch
+
 from deltaserve.engine import Engine, EngineConfig, SamplingParams
 from deltaserve.engine.model import Span
-
 from deltaserve.testing.tiny_model import make_tiny_model_dir
 
 GREEDY = SamplingParams(max_tokens=48, ignore_eos=True)

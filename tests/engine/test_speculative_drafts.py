@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import torch
+
 from deltaserve.engine.sampler import SamplingParams, sample
 from deltaserve.engine.sequence import Sequence
 from deltaserve.engine.speculative import PromptLookupDrafter, _NgramIndex, _Prediction, accept_draft

@@ -3,6 +3,7 @@
 import shutil
 
 import pytest
+
 from deltaserve.evals.agent_eval import AgentEvalConfig, run_agent_eval
 from deltaserve.evals.gold_replies import gold_replies
 from deltaserve.evals.results import append_row, load_rows, rows_of

@@ -2,10 +2,9 @@
 
 import shutil
 
+from deltaserve.cli import main
 from deltaserve.evals.check_tasks import check_task, check_tasks
 from deltaserve.evals.task_suite import load_tasks
-
-from deltaserve.cli import main
 
 
 def test_every_task_fails_before_and_passes_after_its_gold_patch():

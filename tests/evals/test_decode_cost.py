@@ -3,10 +3,10 @@
 import json
 
 import pytest
-from deltaserve.evals.decode_cost import DecodeCostConfig, force, reply_token_ids, run_decode_cost_eval
-from deltaserve.evals.results import load_rows, rows_of
 
 from deltaserve.cli import main
+from deltaserve.evals.decode_cost import DecodeCostConfig, force, reply_token_ids, run_decode_cost_eval
+from deltaserve.evals.results import load_rows, rows_of
 from deltaserve.testing.tiny_model import make_tiny_model_dir
 
 TASK = "a-median"  # the smallest edited file: keeps the test quick

@@ -2,9 +2,9 @@
 
 import io
 
-from deltaserve.evals.demo import DemoConfig, run_demo
 from rich.console import Console
 
+from deltaserve.evals.demo import DemoConfig, run_demo
 from deltaserve.testing.tiny_model import make_tiny_model_dir
 
 

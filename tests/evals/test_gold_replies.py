@@ -3,6 +3,7 @@
 import shutil
 
 import pytest
+
 from deltaserve.evals.gold_replies import GoldEdit, gold_replies, search_replace_reply
 from deltaserve.evals.task_suite import load_tasks
 from deltaserve.evals.transcript import replay_transcript

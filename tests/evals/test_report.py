@@ -3,10 +3,10 @@
 import json
 
 import pytest
-from deltaserve.evals.report import decode_summary, full_decode_s, render_markdown, write_report
-from deltaserve.evals.results import append_row, load_rows
 
 from deltaserve.cli import main
+from deltaserve.evals.report import decode_summary, full_decode_s, render_markdown, write_report
+from deltaserve.evals.results import append_row, load_rows
 
 
 def _dc(task, fmt, lines, reply, done, decode_s, capped=False):

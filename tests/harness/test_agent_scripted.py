@@ -7,8 +7,9 @@ import json
 
 import litellm
 import pytest
-from deltaserve.harness import Agent, RunReport
 from rich.console import Console
+
+from deltaserve.harness import Agent, RunReport
 
 MODEL = "openai/gpt-4o-mini"  # counted with litellm's token_counter (tiktoken, bundled); never called
 BUGGY = "def add(a, b):\n    return a - b\n\n\ndef mul(a, b):\n    return a * b\n"  # conftest's calc.py

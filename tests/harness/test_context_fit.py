@@ -7,7 +7,6 @@ from deltaserve.engine import Engine
 from deltaserve.harness import Agent
 from deltaserve.harness.agent import HISTORY_ROOM, first_prompt
 from deltaserve.harness.client import register_local_engine
-
 from deltaserve.testing.tiny_model import make_tiny_model_dir
 
 BIG_TASK = Path(__file__).parents[2] / "evals" / "tasks" / "a-calc-associativity"

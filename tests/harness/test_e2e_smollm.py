@@ -3,8 +3,9 @@
 import io
 
 import pytest
-from deltaserve.harness import Agent, RunReport
 from rich.console import Console
+
+from deltaserve.harness import Agent, RunReport
 
 MODEL = "local/smollm2-135m"
 pytestmark = pytest.mark.slow

@@ -1,6 +1,7 @@
 """Formats applied through the real tools.patch on real files: new content, counterfactual, all-or-nothing."""
 
 import pytest
+
 from deltaserve.harness import formats
 from deltaserve.harness.formats import whole
 from deltaserve.tools.patch import PatchError

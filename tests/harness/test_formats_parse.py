@@ -1,6 +1,7 @@
 """Each format finds its edits inside prose and code fences, and finds none in plain prose."""
 
 import pytest
+
 from deltaserve.harness import formats
 from deltaserve.harness.formats import udiff, whole
 

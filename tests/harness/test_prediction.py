@@ -4,9 +4,10 @@
 import io
 
 import pytest
+from rich.console import Console
+
 from deltaserve.harness import Agent
 from deltaserve.harness.formats import whole
-from rich.console import Console
 
 FIXED_WHOLE = "calc.py\n```\ndef add(a, b):\n    return a + b\n\n\ndef mul(a, b):\n    return a * b\n```\n"
 

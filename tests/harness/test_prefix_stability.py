@@ -5,10 +5,11 @@ exactly what the engine's prefix cache holds after serving that step."""
 import io
 
 import pytest
-from deltaserve.harness import Agent
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from rich.console import Console
+
+from deltaserve.harness import Agent
 
 MODEL = "local/smollm2-135m"
 REPLIES = [

@@ -1,4 +1,5 @@
 import pytest
+
 from deltaserve.harness.prompt import Prompt, render_file
 
 

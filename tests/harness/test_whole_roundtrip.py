@@ -1,8 +1,9 @@
 """Fuzz: any files rendered in `whole` syntax parse back to the same files (fences inside included)."""
 
-from deltaserve.harness.formats import whole
 from hypothesis import given, settings
 from hypothesis import strategies as st
+
+from deltaserve.harness.formats import whole
 
 line = st.one_of(st.text(alphabet=st.characters(blacklist_categories=("Cs",), blacklist_characters="\n\r"),
                          max_size=30),

@@ -1,6 +1,7 @@
 import subprocess
 
 import pytest
+
 from deltaserve.harness.workspace_guard import (
     DirtyWorkspaceError,
     Snapshot,

@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 
 import pytest
+
 from deltaserve.engine import InvalidRequestError, SamplingParams
 from deltaserve.engine.async_engine import AsyncEngine, EngineOverloadedError, EngineStepError
 

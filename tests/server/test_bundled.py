@@ -11,6 +11,7 @@ MODEL = "smollm2-135m"
 
 def test_smollm2_over_openai_client_and_litellm_local():
     import openai
+
     from deltaserve.engine import Engine
     from deltaserve.engine.server import ServerThread, create_app
     from deltaserve.harness.client import complete, register_local_engine

@@ -5,8 +5,9 @@ from __future__ import annotations
 import asyncio
 import json
 
-import deltaserve.engine.engine as engine_module
 import httpx
+
+import deltaserve.engine.engine as engine_module
 
 TINY = "tiny"
 CHAT = "/v1/chat/completions"

@@ -7,6 +7,7 @@ import json
 
 import httpx
 import pytest
+
 from deltaserve.engine.server import ServerLimits
 
 TINY = "tiny"

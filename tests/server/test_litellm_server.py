@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import pytest
+
 from deltaserve.harness.client import complete
 
 MESSAGES = [{"role": "user", "content": "Explain prefix caching in one line."}]

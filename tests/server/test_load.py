@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 
 import httpx
+
 from deltaserve.evals.bench.load import LoadConfig, ServeProcess, run_load
 
 

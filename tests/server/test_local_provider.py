@@ -6,6 +6,7 @@ import asyncio
 
 import litellm
 import pytest
+
 from deltaserve.harness.client import complete, local_engine, register_local_engine
 
 MESSAGES = [{"role": "user", "content": "Name three sorting algorithms."}]

@@ -5,6 +5,7 @@ from __future__ import annotations
 import os
 
 import pytest
+
 from deltaserve.tools.files import grep, list_files, view
 from deltaserve.tools.workspace import WorkspaceError
 

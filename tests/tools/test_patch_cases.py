@@ -11,6 +11,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 import pytest
+
 from deltaserve.tools.patch import HUNK_STRATEGIES, PatchError, apply_patch
 
 CALC = """import math

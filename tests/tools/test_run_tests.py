@@ -6,6 +6,7 @@ import os
 import textwrap
 
 import pytest
+
 from deltaserve.tools.tests import parse_pytest_output, run_tests
 
 NO_PLUGINS = {"PYTEST_DISABLE_PLUGIN_AUTOLOAD": "1"}  # third-party plugin imports are slow and irrelevant here

@@ -5,6 +5,7 @@ from __future__ import annotations
 import os
 
 import pytest
+
 from deltaserve.tools.patch import (
     PatchError,
     SearchReplace,

@@ -3,6 +3,7 @@
 import os
 
 import pytest
+
 from deltaserve.tools.workspace import Workspace, WorkspaceError
 
 
