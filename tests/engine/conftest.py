@@ -1,22 +1,10 @@
-"""Tiny random-weight models (built once per session) and engines over them."""
+"""Engines over the session's tiny llama (tests/conftest.py), checked for leaked blocks."""
 
 from __future__ import annotations
 
 import pytest
 
 from deltaserve.engine import Engine
-from deltaserve.testing.tiny_model import make_tiny_model_dir
-
-
-@pytest.fixture(scope="session")
-def tiny_dirs(tmp_path_factory):
-    root = tmp_path_factory.mktemp("tiny-models")
-    return {arch: make_tiny_model_dir(root / arch, arch) for arch in ("llama", "qwen2", "qwen3", "mistral")}
-
-
-@pytest.fixture(scope="session")
-def tiny_llama(tiny_dirs):
-    return tiny_dirs["llama"]
 
 
 @pytest.fixture

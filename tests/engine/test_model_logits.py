@@ -33,8 +33,8 @@ def run(model, kv, spans):
 
 
 @pytest.mark.parametrize("arch", ["llama", "qwen2", "qwen3", "mistral"])
-def test_multi_block_prompt_all_positions(tiny_dirs, arch):
-    ours, hf, kv = build(tiny_dirs[arch])
+def test_multi_block_prompt_all_positions(tiny_model_dirs, arch):
+    ours, hf, kv = build(tiny_model_dirs[arch])
     ids = torch.randint(0, 49152, (70,), generator=torch.Generator().manual_seed(1)).tolist()
     ref = reference(hf, ids)
     blocks = [5, 3, 9, 1, 7]  # deliberately out of order
@@ -47,10 +47,10 @@ def test_multi_block_prompt_all_positions(tiny_dirs, arch):
 
 
 @pytest.mark.parametrize("arch", ["llama", "qwen2", "qwen3"])
-def test_chunked_prefill_and_mixed_batch(tiny_dirs, arch):
+def test_chunked_prefill_and_mixed_batch(tiny_model_dirs, arch):
     """Seq A: prefill in chunks of 30 (long span over cached context), then 25 while seq B prefills fresh,
     then A decodes one token while B runs a 4-token verify-like span with every position's logits."""
-    ours, hf, kv = build(tiny_dirs[arch])
+    ours, hf, kv = build(tiny_model_dirs[arch])
     gen = torch.Generator().manual_seed(2)
     a = torch.randint(0, 49152, (56,), generator=gen).tolist()
     b = torch.randint(0, 49152, (44,), generator=gen).tolist()
@@ -66,8 +66,8 @@ def test_chunked_prefill_and_mixed_batch(tiny_dirs, arch):
     torch.testing.assert_close(o3[1:], ref_b[40:44], atol=ATOL, rtol=1e-4)
 
 
-def test_decode_batch_of_different_lengths(tiny_dirs):
-    ours, hf, kv = build(tiny_dirs["llama"])
+def test_decode_batch_of_different_lengths(tiny_model_dirs):
+    ours, hf, kv = build(tiny_model_dirs["llama"])
     gen = torch.Generator().manual_seed(3)
     seqs = [torch.randint(0, 49152, (n,), generator=gen).tolist() for n in (5, 17, 33)]
     tables = [[0], [1, 2], [3, 4, 5]]
@@ -91,9 +91,9 @@ def test_untied_lm_head_and_rope_scaling(tmp_path):
 
 
 @pytest.mark.parametrize("arch", ["llama", "qwen3"])
-def test_long_chunk_over_cached_context(tiny_dirs, arch):
+def test_long_chunk_over_cached_context(tiny_model_dirs, arch):
     """A >128-token chunk after a cached prefix takes the SDPA-with-mask path."""
-    ours, hf, kv = build(tiny_dirs[arch])
+    ours, hf, kv = build(tiny_model_dirs[arch])
     ids = torch.randint(0, 49152, (200,), generator=torch.Generator().manual_seed(4)).tolist()
     ref = reference(hf, ids)
     blocks = list(range(19, 32))
@@ -102,15 +102,15 @@ def test_long_chunk_over_cached_context(tiny_dirs, arch):
     torch.testing.assert_close(got, ref[40:], atol=ATOL, rtol=1e-4)
 
 
-def test_bfloat16_forward_close_to_hf_bfloat16(tiny_dirs):
+def test_bfloat16_forward_close_to_hf_bfloat16(tiny_model_dirs):
     """bf16 (with oneDNN-prepacked weights where the CPU supports them) stays within bf16 noise of HF."""
     from deltaserve.engine.model import can_prepack, mkldnn_linear
 
-    loaded = load_model(str(tiny_dirs["qwen2"]))
+    loaded = load_model(str(tiny_model_dirs["qwen2"]))
     ours = LlamaModel(loaded.hf_config, loaded.weights, torch.bfloat16, "cpu", 512)
     if can_prepack(torch.bfloat16, torch.device("cpu")):
         assert ours.linear is mkldnn_linear
-    hf = AutoModelForCausalLM.from_pretrained(tiny_dirs["qwen2"], dtype=torch.bfloat16).eval()
+    hf = AutoModelForCausalLM.from_pretrained(tiny_model_dirs["qwen2"], dtype=torch.bfloat16).eval()
     kv = KVCache(ours.num_layers, 32, BS, ours.num_kv_heads, ours.head_dim, torch.bfloat16, torch.device("cpu"))
     ids = torch.randint(0, 49152, (40,), generator=torch.Generator().manual_seed(5)).tolist()
     run(ours, kv, [Span(ids[:39], 0, [3, 4, 5], [])])

@@ -7,29 +7,22 @@ import pytest
 from deltaserve.cli import main
 from deltaserve.evals.decode_cost import DecodeCostConfig, force, reply_token_ids, run_decode_cost_eval
 from deltaserve.evals.results import load_rows, rows_of
-from deltaserve.testing.tiny_model import make_tiny_model_dir
 
 TASK = "a-median"  # the smallest edited file: keeps the test quick
 
 
 @pytest.fixture(scope="module")
-def tiny_model(tmp_path_factory):
-    # an 8k context like SmolLM2's, so the 3-step replay fits
-    return make_tiny_model_dir(tmp_path_factory.mktemp("tiny") / "model", max_position_embeddings=8192)
-
-
-@pytest.fixture(scope="module")
-def engine(tiny_model):
+def engine(tiny_llama_8k):
     from deltaserve.evals.decode_cost import load_engine
 
-    return load_engine(DecodeCostConfig(model=str(tiny_model), dtype="float32", threads=1))
+    return load_engine(DecodeCostConfig(model=str(tiny_llama_8k), dtype="float32", threads=1))
 
 
 @pytest.fixture(scope="module")
-def run(tiny_model, engine, tmp_path_factory):
+def run(tiny_llama_8k, engine, tmp_path_factory):
     out = tmp_path_factory.mktemp("dc")
     result = run_decode_cost_eval(
-        DecodeCostConfig(model=str(tiny_model), task_ids=[TASK], out_dir=out, progress=False), engine=engine)
+        DecodeCostConfig(model=str(tiny_llama_8k), task_ids=[TASK], out_dir=out, progress=False), engine=engine)
     return out, result
 
 
@@ -92,23 +85,23 @@ def test_cap_forces_only_the_first_tokens(engine):
     assert n == 10 and out.metrics.completion_tokens == 10 and out.token_ids == reply[:10]
 
 
-def test_cli_decode_cost_caps_replies_and_rejects_bad_formats(tiny_model, tmp_path, capsys):
+def test_cli_decode_cost_caps_replies_and_rejects_bad_formats(tiny_llama_8k, tmp_path, capsys):
     out = tmp_path / "cli"
-    code = main(["eval", "decode-cost", "--model", str(tiny_model), "--tasks", TASK, "--no-replay",
+    code = main(["eval", "decode-cost", "--model", str(tiny_llama_8k), "--tasks", TASK, "--no-replay",
                  "--formats", "search_replace", "--max-reply-tokens", "8", "--dtype", "float32", "--threads", "1", "--out", str(out)])
     assert code == 0
     (row,) = [json.loads(line) for line in (out / "results.jsonl").read_text().splitlines()]
     assert row["format"] == "search_replace" and row["capped"] and row["completion_tokens"] == 8
     assert row["reply_tokens"] > 8
     assert "decode cost: summary" in capsys.readouterr().out
-    assert main(["eval", "decode-cost", "--model", str(tiny_model), "--formats", "nope", "--out", str(out)]) == 1
+    assert main(["eval", "decode-cost", "--model", str(tiny_llama_8k), "--formats", "nope", "--out", str(out)]) == 1
     assert "unknown formats" in capsys.readouterr().err
 
 
-def test_speculation_shows_in_passes_and_accepted_drafts(tiny_model, tmp_path):
+def test_speculation_shows_in_passes_and_accepted_drafts(tiny_llama_8k, tmp_path):
     # the whole-file reply repeats the file the prompt shows: prompt-lookup / prediction drafts are accepted
     out = tmp_path / "spec"
-    assert main(["eval", "decode-cost", "--model", str(tiny_model), "--tasks", TASK, "--no-replay", "--formats",
+    assert main(["eval", "decode-cost", "--model", str(tiny_llama_8k), "--tasks", TASK, "--no-replay", "--formats",
                  "whole", "--speculative", "--dtype", "float32", "--threads", "1", "--out", str(out)]) == 0
     (row,) = [json.loads(line) for line in (out / "results.jsonl").read_text().splitlines()]
     assert row["speculative"] and row["prediction"] and row["forced_matches"]

@@ -5,14 +5,12 @@ import io
 from rich.console import Console
 
 from deltaserve.evals.demo import DemoConfig, run_demo
-from deltaserve.testing.tiny_model import make_tiny_model_dir
 
 
-def test_demo_runs_the_agent_then_the_quick_eval(tmp_path):
-    model = make_tiny_model_dir(tmp_path / "model", max_position_embeddings=8192)
+def test_demo_runs_the_agent_then_the_quick_eval(tiny_llama_8k, tmp_path):
     out = tmp_path / "demo"
     buf = io.StringIO()
-    config = DemoConfig(model=str(model), task_id="a-median", max_steps=1, max_tokens=8, out_dir=out, threads=1,
+    config = DemoConfig(model=str(tiny_llama_8k), task_id="a-median", max_steps=1, max_tokens=8, out_dir=out, threads=1,
                         eval_task_ids=["a-median"])
     result = run_demo(config, console=Console(file=buf, width=200))
     text = buf.getvalue()

@@ -7,15 +7,14 @@ from deltaserve.engine import Engine
 from deltaserve.harness import Agent
 from deltaserve.harness.agent import HISTORY_ROOM, first_prompt
 from deltaserve.harness.client import register_local_engine
-from deltaserve.testing.tiny_model import make_tiny_model_dir
 
 BIG_TASK = Path(__file__).parents[2] / "evals" / "tasks" / "a-calc-associativity"
 
 
-def test_big_file_context_is_shrunk_to_fit_the_window(tmp_path):
+def test_big_file_context_is_shrunk_to_fit_the_window(tiny_llama, tmp_path):
     repo = tmp_path / "repo"
     shutil.copytree(BIG_TASK / "repo", repo)
-    engine = Engine.from_pretrained(str(make_tiny_model_dir(tmp_path / "tiny")), dtype="float32",
+    engine = Engine.from_pretrained(str(tiny_llama), dtype="float32",
                                     max_model_len=4096, num_blocks=300, speculative=False)
     register_local_engine("tiny-fit", engine)
     agent = Agent(repo, task="10 - 4 - 3 evaluates to 9 in exprcalc/engine.py", test_cmd="python -m pytest -q",

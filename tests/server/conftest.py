@@ -8,13 +8,6 @@ import pytest
 TINY = "tiny"  # the served model name
 
 
-@pytest.fixture(scope="session")
-def tiny_model_dir(tmp_path_factory):
-    from deltaserve.testing.tiny_model import make_tiny_model_dir
-
-    return make_tiny_model_dir(tmp_path_factory.mktemp("tiny") / "llama")
-
-
 def tiny_engine(path, **kwargs):
     from deltaserve.engine import Engine
 
@@ -32,8 +25,8 @@ def start_server(path, engine_kwargs=None, **app_kwargs):
 
 
 @pytest.fixture(scope="session")
-def server(tiny_model_dir):
-    srv = start_server(tiny_model_dir, {"max_num_seqs": 32, "speculative": True})  # `prediction` tests need drafts
+def server(tiny_llama):
+    srv = start_server(tiny_llama, {"max_num_seqs": 32, "speculative": True})  # `prediction` tests need drafts
     yield srv
     srv.stop()
 
@@ -52,12 +45,12 @@ def openai_client(server):
 
 
 @pytest.fixture()
-def make_server(tiny_model_dir):
+def make_server(tiny_llama):
     """Start extra servers with their own engine options / limits; all stopped after the test."""
     servers = []
 
     def make(engine_kwargs=None, **app_kwargs):
-        servers.append(start_server(tiny_model_dir, engine_kwargs, **app_kwargs))
+        servers.append(start_server(tiny_llama, engine_kwargs, **app_kwargs))
         return servers[-1]
 
     yield make

@@ -11,10 +11,10 @@ from deltaserve.engine.async_engine import AsyncEngine, EngineOverloadedError, E
 
 
 @pytest.fixture()
-def bridge(tiny_model_dir):
+def bridge(tiny_llama):
     from deltaserve.engine import Engine
 
-    engine = Engine.from_pretrained(str(tiny_model_dir), dtype="float32", device="cpu", num_blocks=256,
+    engine = Engine.from_pretrained(str(tiny_llama), dtype="float32", device="cpu", num_blocks=256,
                                     max_num_seqs=2)
     aeng = AsyncEngine(engine, max_waiting=1)
     yield aeng

@@ -14,10 +14,10 @@ CONTEXT = "Repository context:\n" + "\n".join(f"def g{i}(x): return x * {i}" for
 
 
 @pytest.fixture(scope="module")
-def local_tiny(tiny_model_dir):
+def local_tiny(tiny_llama):
     from deltaserve.engine import Engine
 
-    register_local_engine("tiny", Engine.from_pretrained(str(tiny_model_dir), dtype="float32", device="cpu",
+    register_local_engine("tiny", Engine.from_pretrained(str(tiny_llama), dtype="float32", device="cpu",
                                                   num_blocks=1024))
     return "local/tiny"
 

@@ -9,10 +9,10 @@ import httpx
 from deltaserve.evals.bench.load import LoadConfig, ServeProcess, run_load
 
 
-def test_short_load_run_with_disconnects_leaves_a_clean_pool(tiny_model_dir):
+def test_short_load_run_with_disconnects_leaves_a_clean_pool(tiny_llama):
     cfg = LoadConfig(requests=60, concurrency=16, disconnect_fraction=0.2, invalid_every=15, max_tokens=24, seed=1)
     args = ["--max-num-seqs", "16", "--num-blocks", "1024", "--num-threads", "1", "--served-model-name", "tiny"]
-    with ServeProcess(str(tiny_model_dir), args) as server:
+    with ServeProcess(str(tiny_llama), args) as server:
         report = asyncio.run(run_load(server.url, "tiny", cfg))
         assert report.errors == 0, report.error_details
         assert report.rejected_invalid == 4  # every 15th request is malformed and refused with a 4xx
