@@ -55,7 +55,7 @@ def first_prompt(workspace, fmt, task: str, test_cmd: str, tests,
                            max_file_chars=int(context.MAX_FILE_CHARS * context_scale),
                            max_total_chars=int(context.MAX_TOTAL_CHARS * context_scale))
     task_text = f"Task: {task.strip()}\n\n{describe_tests(tests, test_cmd)}"
-    return Prompt(fmt.instructions(), context.render(files, fmt.NUMBERED_CONTEXT), task_text), files
+    return Prompt(fmt.instructions(), context.render(files, fmt.numbered_context), task_text), files
 
 
 class Agent:
@@ -111,7 +111,7 @@ class Agent:
     def prediction(self) -> str | None:
         """Predicted Outputs for local models in the `whole` format: the files as they are now, in whole syntax
         (the engine drafts from it; unchanged lines are accepted instead of decoded one pass each)."""
-        if self.format.NAME != "whole" or not self.model.startswith("local/") or not self.seen:
+        if self.format.name != "whole" or not self.model.startswith("local/") or not self.seen:
             return None
         return whole.render({p: self.workspace.read_text(p) for p in self.seen if self.workspace.exists(p)})
 
@@ -146,9 +146,9 @@ class Agent:
     def run(self) -> RunReport:
         if not self.allow_dirty and not self.dry_run:
             check_clean(self.workspace.root)
-        report = RunReport(model=self.model, edit_format=self.format.NAME)
+        report = RunReport(model=self.model, edit_format=self.format.name)
         self.console.print(f"[bold]deltaserve fix[/] {escape(str(self.workspace.root))}  model={escape(self.model)} "
-                           f"format={self.format.NAME}  tests=`{escape(self.test_cmd)}`")
+                           f"format={self.format.name}  tests=`{escape(self.test_cmd)}`")
         initial = self.run_tests()
         report.initial_tests = TestOutcome.from_result(initial)
         if initial.ok:
@@ -160,7 +160,7 @@ class Agent:
         prompt, files = self.fitted_first_prompt(initial)
         self.seen = [f.path for f in files if not f.truncated]
 
-        with LiveTable(title=f"{self.model} · {self.format.NAME}", console=self.console) as table:
+        with LiveTable(title=f"{self.model} · {self.format.name}", console=self.console) as table:
             for step in range(1, self.max_steps + 1):
                 messages = prompt.messages
                 self.prompts.append(messages)
@@ -198,7 +198,7 @@ class Agent:
         """Apply the reply's edits (or serve its lookups); the step's report and the feedback for the model."""
 
         def make(**fields) -> StepReport:
-            return StepReport.from_completion(reply, step=step, model=self.model, edit_format=self.format.NAME,
+            return StepReport.from_completion(reply, step=step, model=self.model, edit_format=self.format.name,
                                               **fields)
 
         try:
@@ -213,7 +213,7 @@ class Agent:
                 for lookup in wanted:
                     if lookup.kind == "view" and lookup.start is None and lookup.target not in self.seen:
                         self.seen.append(lookup.target)
-                answers = [lookups.serve(w, self.workspace, self.format.NUMBERED_CONTEXT) for w in wanted]
+                answers = [lookups.serve(w, self.workspace, self.format.numbered_context) for w in wanted]
                 return make(action="view", outcome="looked up"), "\n\n".join(answers)
             return (make(action="none", outcome="no edits"),
                     "I found no edits in your reply. " + self.format.instructions())

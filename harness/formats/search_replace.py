@@ -3,35 +3,36 @@ and its replacement. Parsing and applying are tools.patch's (one parser for ever
 
 from __future__ import annotations
 
-from deltaserve.harness.formats import whole
-
-NAME = "search_replace"
-NUMBERED_CONTEXT = False  # the SEARCH text must match the file, so show it exactly as it is
-
-
-def instructions() -> str:
-    return (
-        "Edit format: SEARCH/REPLACE blocks. For each change write the file path on its own line, then a "
-        "block: `<<<<<<< SEARCH`, lines copied exactly from the file, `=======`, the new lines, "
-        "`>>>>>>> REPLACE`. Keep SEARCH short but unique.\n"
-        "Example:\n\n"
-        "src/greet.py\n```\n<<<<<<< SEARCH\n    return \"Hello\" + name\n=======\n"
-        "    return f\"Hello, {name}!\"\n>>>>>>> REPLACE\n```"
-    )
+from deltaserve.harness.formats.whole import render
+from deltaserve.tools.patch import (
+    PatchResult,
+    SearchReplace,
+    apply_search_replace_blocks,
+    parse_search_replace_blocks,
+)
+from deltaserve.tools.workspace import Workspace
 
 
-def parse(reply: str) -> list:
-    """SearchReplace blocks (tools.patch.SearchReplace: path, search, replace); [] if none."""
-    from deltaserve.tools.patch import parse_search_replace_blocks
+class SearchReplaceFormat:
+    name = "search_replace"
+    numbered_context = False  # the SEARCH text must match the file, so show it exactly as it is
 
-    return list(parse_search_replace_blocks(reply))
+    def instructions(self) -> str:
+        return (
+            "Edit format: SEARCH/REPLACE blocks. For each change write the file path on its own line, then a "
+            "block: `<<<<<<< SEARCH`, lines copied exactly from the file, `=======`, the new lines, "
+            "`>>>>>>> REPLACE`. Keep SEARCH short but unique.\n"
+            "Example:\n\n"
+            "src/greet.py\n```\n<<<<<<< SEARCH\n    return \"Hello\" + name\n=======\n"
+            "    return f\"Hello, {name}!\"\n>>>>>>> REPLACE\n```"
+        )
 
+    def parse(self, reply: str) -> list[SearchReplace]:
+        """SearchReplace blocks (path, search, replace); [] if none."""
+        return list(parse_search_replace_blocks(reply))
 
-def apply(edits: list, workspace, dry_run: bool = False):
-    from deltaserve.tools.patch import apply_search_replace_blocks
+    def apply(self, edits: list[SearchReplace], workspace: Workspace, dry_run: bool = False) -> PatchResult:
+        return apply_search_replace_blocks(workspace, edits, dry_run=dry_run)
 
-    return apply_search_replace_blocks(workspace, edits, dry_run=dry_run)
-
-
-def counterfactual(edits: list, workspace) -> str:
-    return whole.render(apply(edits, workspace, dry_run=True).new_contents)
+    def counterfactual(self, edits: list[SearchReplace], workspace: Workspace) -> str:
+        return render(self.apply(edits, workspace, dry_run=True).new_contents)

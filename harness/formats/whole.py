@@ -9,10 +9,10 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-NAME = "whole"
-NUMBERED_CONTEXT = False
+from deltaserve.tools.fences import fence_for, fenced_blocks
+from deltaserve.tools.patch import PatchResult, write_file
+from deltaserve.tools.workspace import Workspace
 
-_FENCE_OPEN = re.compile(r"^(`{3,})[\w+.#-]*\s*$")
 _PATH = re.compile(r"^[\w./\\-]+$")
 
 
@@ -22,24 +22,14 @@ class WholeFile:
     content: str
 
 
-def instructions() -> str:
-    return (
-        "Edit format: whole files. For every file you change, write its path alone on one line, then the "
-        "file's COMPLETE new content in a code fence. Do not skip or abbreviate any part of the file.\n"
-        "Example:\n\n"
-        "src/greet.py\n```\ndef greet(name):\n    return f\"Hello, {name}!\"\n```"
-    )
-
-
 def render(files: dict[str, str | None]) -> str:
-    """Files (path -> content) in whole-format syntax; deleted files (None) cannot be expressed and are skipped."""
+    """Files (path -> content) in whole-format syntax; deleted files (None) cannot be expressed and are
+    skipped."""
     blocks = []
     for path, content in files.items():
         if content is None:
             continue
-        fence = "```"
-        while any(line.lstrip().startswith(fence) for line in content.split("\n")):
-            fence += "`"
+        fence = fence_for(content.split("\n"))
         body = content if content.endswith("\n") or not content else content + "\n"
         blocks.append(f"{path}\n{fence}\n{body}{fence}")
     return "\n\n".join(blocks)
@@ -54,36 +44,47 @@ def _path_from(line: str) -> str | None:
     return None
 
 
-def parse(reply: str) -> list[WholeFile]:
-    """Every fenced block preceded by a line naming a path; prose and unnamed blocks are ignored."""
-    lines = reply.split("\n")
-    edits: dict[str, str] = {}
-    i = 0
-    while i < len(lines):
-        opening = _FENCE_OPEN.match(lines[i].strip())
-        if not opening:
-            i += 1
-            continue
-        fence = opening.group(1)
-        end = next((j for j in range(i + 1, len(lines)) if lines[j].strip() == fence), len(lines))
-        previous = next((lines[j] for j in range(i - 1, -1, -1) if lines[j].strip()), "")
-        path = _path_from(previous)
-        if path is not None:
-            edits[path] = "".join(line + "\n" for line in lines[i + 1 : end])
-        i = end + 1
-    return [WholeFile(path, content) for path, content in edits.items()]
+def _merge(results: list[PatchResult]) -> PatchResult:
+    """One PatchResult for several single-file writes."""
+    merged = PatchResult()
+    for result in results:
+        merged.files_changed += [f for f in result.files_changed if f not in merged.files_changed]
+        merged.new_contents.update(result.new_contents)
+        merged.hunks += list(result.hunks)
+        merged.diff += result.diff
+    return merged
 
 
-def apply(edits: list[WholeFile], workspace, dry_run: bool = False):
-    """Write every file through tools.patch.write_file; all paths are checked before anything is written."""
-    from deltaserve.harness.formats._results import merge_results
-    from deltaserve.tools.patch import write_file
+class WholeFormat:
+    name = "whole"
+    numbered_context = False
 
-    checked = [write_file(workspace, e.path, e.content, dry_run=True) for e in edits]  # raises before writing
-    if dry_run:
-        return merge_results(checked)
-    return merge_results([write_file(workspace, e.path, e.content) for e in edits])
+    def instructions(self) -> str:
+        return (
+            "Edit format: whole files. For every file you change, write its path alone on one line, then the "
+            "file's COMPLETE new content in a code fence. Do not skip or abbreviate any part of the file.\n"
+            "Example:\n\n"
+            "src/greet.py\n```\ndef greet(name):\n    return f\"Hello, {name}!\"\n```"
+        )
 
+    def parse(self, reply: str) -> list[WholeFile]:
+        """Every fenced block preceded by a line naming a path; prose and unnamed blocks are ignored."""
+        lines = reply.split("\n")
+        edits: dict[str, str] = {}
+        for block in fenced_blocks(lines):
+            previous = next((lines[j] for j in range(block.start - 1, -1, -1) if lines[j].strip()), "")
+            path = _path_from(previous)
+            if path is not None:
+                edits[path] = "".join(line + "\n" for line in block.body)
+        return [WholeFile(path, content) for path, content in edits.items()]
 
-def counterfactual(edits: list[WholeFile], workspace) -> str:
-    return render(apply(edits, workspace, dry_run=True).new_contents)
+    def apply(self, edits: list[WholeFile], workspace: Workspace, dry_run: bool = False) -> PatchResult:
+        """Write every file through tools.patch.write_file; all paths are checked before anything is
+        written."""
+        checked = [write_file(workspace, e.path, e.content, dry_run=True) for e in edits]  # raises first
+        if dry_run:
+            return _merge(checked)
+        return _merge([write_file(workspace, e.path, e.content) for e in edits])
+
+    def counterfactual(self, edits: list[WholeFile], workspace: Workspace) -> str:
+        return render(self.apply(edits, workspace, dry_run=True).new_contents)

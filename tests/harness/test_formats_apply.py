@@ -3,7 +3,7 @@
 import pytest
 
 from deltaserve.harness import formats
-from deltaserve.harness.formats import whole
+from deltaserve.harness.formats.whole import WholeFile, render
 from deltaserve.tools.patch import PatchError
 from deltaserve.tools.workspace import Workspace
 
@@ -37,7 +37,7 @@ def test_apply_and_counterfactual(name, ws):
     assert (ws.root / "calc.py").read_text() == SOURCE  # dry run wrote nothing
     result = fmt.apply(edits, ws)
     assert result.files_changed == ["calc.py"] and (ws.root / "calc.py").read_text() == FIXED
-    assert whole.render(result.new_contents) == expected_counterfactual
+    assert render(result.new_contents) == expected_counterfactual
 
 
 @pytest.mark.parametrize("name", ["udiff", "search_replace"])
@@ -58,15 +58,17 @@ def test_udiff_without_headers_is_left_to_the_tools_parser(ws):
 
 
 def test_whole_checks_every_path_before_writing(ws):
-    edits = [whole.WholeFile("new.py", "x = 1\n"), whole.WholeFile("../escape.py", "x = 2\n")]
+    whole = formats.get("whole")
+    edits = [WholeFile("new.py", "x = 1\n"), WholeFile("../escape.py", "x = 2\n")]
     with pytest.raises(PatchError):
         whole.apply(edits, ws)
     assert not (ws.root / "new.py").exists()
 
 
 def test_whole_multi_file_result(ws):
-    result = whole.apply([whole.WholeFile("calc.py", FIXED), whole.WholeFile("pkg/new.py", "x = 1\n")], ws)
+    whole = formats.get("whole")
+    result = whole.apply([WholeFile("calc.py", FIXED), WholeFile("pkg/new.py", "x = 1\n")], ws)
     assert result.files_changed == ["calc.py", "pkg/new.py"]
     assert (ws.root / "pkg/new.py").read_text() == "x = 1\n"
     # re-sending the files as they now are changes nothing, so there is nothing to carry
-    assert whole.counterfactual(whole.parse(whole.render(result.new_contents)), ws) == ""
+    assert whole.counterfactual(whole.parse(render(result.new_contents)), ws) == ""

@@ -3,26 +3,52 @@
 import pytest
 
 from deltaserve.harness import formats
-from deltaserve.harness.formats import udiff, whole
+from deltaserve.harness.formats.udiff import UdiffFormat
+from deltaserve.harness.formats.whole import WholeFile, WholeFormat, render
+
+udiff, whole = formats.get("udiff"), formats.get("whole")
 
 DIFF = "--- a/src/m.py\n+++ b/src/m.py\n@@ -1,2 +1,2 @@\n def f(x):\n-    return x\n+    return x + 1\n"
 
 
 def test_registry_by_name():
     assert formats.names() == ["udiff", "search_replace", "whole"]
-    assert formats.get("udiff") is udiff
-    assert formats.get("whole").NAME == "whole"
+    assert isinstance(formats.get("udiff"), UdiffFormat)
+    assert formats.get("whole").name == "whole"
+    assert all(isinstance(formats.get(name), formats.EditFormat) for name in formats.names())
     with pytest.raises(ValueError, match="known: udiff"):
         formats.get("nope")
 
 
+class NotAFormat:  # a name and instructions, but nothing to parse or apply edits with
+    name = "bad"
+
+    def instructions(self) -> str:
+        return "write anything"
+
+
+class WholeAgain(WholeFormat):
+    name = "whole2"
+
+
+class NeedsArguments(WholeFormat):
+    name = "configured"
+
+    def __init__(self, fence: str):
+        self.fence = fence
+
+
 def test_register_checks_shape(monkeypatch):
-    monkeypatch.setattr(formats, "_MODULES", dict(formats._MODULES))  # the registry is process-wide: restore it
-    with pytest.raises(ValueError, match="missing"):
-        formats.register("bad", "deltaserve.harness.prompt")
-    assert "bad" not in formats.names()
-    formats.register("whole2", "deltaserve.harness.formats.whole")
-    assert formats.get("whole2") is whole
+    monkeypatch.setattr(formats, "_REGISTRY", dict(formats._REGISTRY))  # the registry is process-wide
+    with pytest.raises(ValueError, match="missing numbered_context, parse, apply, counterfactual"):
+        formats.register(NotAFormat)
+    with pytest.raises(ValueError, match="register an instance"):
+        formats.register(NeedsArguments)
+    assert "bad" not in formats.names() and "configured" not in formats.names()
+    formats.register(WholeAgain)
+    assert isinstance(formats.get("whole2"), WholeAgain)
+    configured = NeedsArguments("~~~")
+    assert formats.register(configured) is configured and formats.get("configured") is configured
 
 
 @pytest.mark.parametrize("reply", [
@@ -54,23 +80,23 @@ def test_udiff_parse_finds_nothing(reply):
     "`src/m.py`:\n```\ndef f(x):\n    return x + 1\n```",
 ])
 def test_whole_parse_tolerates_prose_and_fences(reply):
-    assert whole.parse(reply) == [whole.WholeFile("src/m.py", "def f(x):\n    return x + 1\n")]
+    assert whole.parse(reply) == [WholeFile("src/m.py", "def f(x):\n    return x + 1\n")]
 
 
 def test_whole_parse_ignores_unnamed_blocks_and_keeps_several_files():
     reply = ("Explanation:\n```\nnot a file\n```\na.py\n```\nA = 1\n```\n\npkg/b.txt\n```\nhello\n```")
-    assert whole.parse(reply) == [whole.WholeFile("a.py", "A = 1\n"), whole.WholeFile("pkg/b.txt", "hello\n")]
+    assert whole.parse(reply) == [WholeFile("a.py", "A = 1\n"), WholeFile("pkg/b.txt", "hello\n")]
 
 
 def test_whole_render_then_parse_round_trips_even_with_fences_inside():
     files = {"README.md": "# T\n```\ncode\n```\n", "a.py": "x = 1"}
-    rendered = whole.render(files)
+    rendered = render(files)
     assert "````" in rendered  # a longer fence around a file that contains ```
-    assert whole.parse(rendered) == [whole.WholeFile("README.md", files["README.md"]), whole.WholeFile("a.py", "x = 1\n")]
+    assert whole.parse(rendered) == [WholeFile("README.md", files["README.md"]), WholeFile("a.py", "x = 1\n")]
 
 
 def test_whole_render_skips_deleted_files():
-    assert whole.render({"gone.py": None, "a.py": "x\n"}) == "a.py\n```\nx\n```"
+    assert render({"gone.py": None, "a.py": "x\n"}) == "a.py\n```\nx\n```"
 
 
 @pytest.mark.parametrize("name", formats.names())

@@ -3,7 +3,8 @@
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from deltaserve.harness.formats import whole
+from deltaserve.harness import formats
+from deltaserve.harness.formats.whole import render
 
 line = st.one_of(st.text(alphabet=st.characters(blacklist_categories=("Cs",), blacklist_characters="\n\r"),
                          max_size=30),
@@ -15,5 +16,5 @@ path = st.from_regex(r"[a-z][a-z0-9_]{0,8}(/[a-z0-9_]{1,8}){0,2}\.(py|md|txt)", 
 @settings(max_examples=300, deadline=None)
 @given(st.dictionaries(path, content, min_size=1, max_size=3))
 def test_render_parse_round_trip(files):
-    parsed = whole.parse(whole.render(files))
+    parsed = formats.get("whole").parse(render(files))
     assert {f.path: f.content for f in parsed} == files
