@@ -26,9 +26,6 @@ from deltaserve.errors import EngineOverloadedError, EngineStepError
 
 log = logging.getLogger("deltaserve.async_engine")
 
-
-
-
 # A callable run on the worker thread that turns a request into engine input: (prompt, params).
 # It may tokenize and validate (raising InvalidRequestError) with full access to the engine.
 Prepare = Callable[[Any], tuple[Any, Any]]
@@ -108,6 +105,11 @@ class AsyncEngine:
     @property
     def num_unfinished(self) -> int:
         return self._unfinished
+
+    @property
+    def worker_alive(self) -> bool:
+        """False once the worker thread has stopped (shutdown, or a crash it could not survive)."""
+        return self._thread.is_alive()
 
     async def add_request(self, prepare: Prepare, cache_salt: str | None = None) -> RequestStream:
         """Submit a request; raises what `prepare` or the engine raised, or EngineOverloadedError."""

@@ -49,14 +49,15 @@ class EngineStatsCollector:
 
         yield counter("prefix_cache_queries", "Prompt tokens looked up in the prefix cache.",
                       val("prefix_cache_queries"))
-        yield counter("prefix_cache_hits", "Prompt tokens served from the prefix cache.", val("prefix_cache_hits"))
+        yield counter("prefix_cache_hits", "Prompt tokens served from the prefix cache.",
+                      val("prefix_cache_hits"))
         yield counter("num_preemptions", "Requests preempted (recomputed later) because KV blocks ran out.",
                       val("preemptions"))
         yield counter("prefix_cache_evictions", "Cached KV blocks evicted for reuse.", val("evictions"))
         drafts, accepted = val("draft_tokens"), val("accepted_draft_tokens")
         yield counter("spec_decode_num_draft_tokens", "Draft tokens proposed for verification.", drafts)
         yield counter("spec_decode_num_accepted_tokens", "Draft tokens accepted by verification.", accepted)
-        yield gauge("spec_decode_acceptance_rate", "accepted / proposed draft tokens since start (0 if none).",
+        yield gauge("spec_decode_acceptance_rate", "accepted / proposed draft tokens since start (0: none).",
                     accepted / drafts if drafts else 0.0)
         yield gauge("num_requests_running", "Requests in the running batch.", val("num_running"))
         yield gauge("num_requests_waiting", "Requests waiting to be scheduled.", val("num_waiting"))

@@ -1,0 +1,44 @@
+"""create_app: one FastAPI app over one Engine; the engine's worker thread starts with it, stops with it."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from typing import Any
+
+from fastapi import FastAPI
+
+from deltaserve.engine.async_engine import AsyncEngine
+from deltaserve.engine.server import routes_openai, routes_ops
+from deltaserve.engine.server.context import ServingContext
+from deltaserve.engine.server.errors import install_error_handlers
+from deltaserve.engine.server.limits import ServerLimits
+from deltaserve.engine.server.metrics import ServerMetrics
+
+
+@asynccontextmanager
+async def _lifespan(app: FastAPI) -> AsyncIterator[None]:
+    yield
+    app.state.serving.async_engine.shutdown()
+
+
+def create_app(engine: Any, *, served_model_name: str | None = None,
+               limits: ServerLimits | None = None) -> FastAPI:
+    """The ASGI app serving `engine`; the engine's worker thread starts now and stops with the app."""
+    limits = limits or ServerLimits()
+    async_engine = AsyncEngine(engine, max_waiting=limits.max_waiting)
+    model_name = served_model_name or str(engine.model_name)
+    serving = ServingContext(
+        async_engine=async_engine,
+        limits=limits,
+        metrics=ServerMetrics(lambda: async_engine.latest_stats),
+        model_name=model_name,
+        model_names=frozenset({model_name, str(engine.model_name)}),
+    )
+    app = FastAPI(title="deltaserve", lifespan=_lifespan)
+    app.state.serving = serving
+    app.state.async_engine = async_engine  # for tests and tools that reach the engine behind a running app
+    install_error_handlers(app)
+    app.include_router(routes_openai.router)
+    app.include_router(routes_ops.router)
+    return app

@@ -1,0 +1,78 @@
+"""The engine requests behind one response: one per (prompt, n) choice, and what the response reads back.
+
+Usage counts each prompt once however many choices answer it; every choice that ends (finished, failed or
+aborted) is recorded in the server's metrics with the latency since the request arrived.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Iterator
+from typing import Any
+
+from deltaserve.engine.async_engine import RequestStream
+from deltaserve.engine.openai_protocol import ResponseMetrics, SamplingRequest, Usage, usage_and_metrics
+from deltaserve.engine.server.context import ServingContext
+from deltaserve.engine.server.errors import engine_failure
+from deltaserve.engine.server.metrics import ServerMetrics
+from deltaserve.engine.server.prepare import PreparedChoice
+from deltaserve.errors import APIError, DeltaserveError, InvalidRequestError
+
+
+class Choices:
+    """The streams of one response's choices in choice order, each with the index of the prompt it answers."""
+
+    def __init__(self, arrived: float) -> None:
+        self.arrived = arrived  # time.perf_counter() when the HTTP request came in
+        self.prompt_index: list[int] = []
+        self.streams: list[RequestStream] = []
+
+    def __len__(self) -> int:
+        return len(self.streams)
+
+    def __iter__(self) -> Iterator[RequestStream]:
+        return iter(self.streams)
+
+    def add(self, prompt_index: int, stream: RequestStream) -> None:
+        self.prompt_index.append(prompt_index)
+        self.streams.append(stream)
+
+    def abort(self) -> None:
+        """Abort every unfinished choice (a no-op for finished ones); frees their KV blocks."""
+        for stream in self.streams:
+            stream.abort()
+
+    def usage(self) -> tuple[Usage, ResponseMetrics]:
+        per_choice = zip(self.prompt_index, self.streams, strict=True)
+        return usage_and_metrics((p, getattr(s.last, "metrics", None)) for p, s in per_choice)
+
+    def failure(self) -> APIError | None:
+        """The first choice the engine finished with an error, as the API error to answer."""
+        for stream in self.streams:
+            if (err := engine_failure(stream.last)) is not None:
+                return err
+        return None
+
+    def record(self, metrics: ServerMetrics) -> None:
+        e2e = time.perf_counter() - self.arrived
+        for stream in self.streams:
+            out = stream.last
+            reason = out.finish_reason if out is not None and out.finished else "abort"
+            metrics.observe_request(getattr(out, "metrics", None), reason, e2e)
+
+
+async def submit(ctx: ServingContext, req: SamplingRequest, prompts: list[Any], arrived: float) -> Choices:
+    """One engine request per (prompt, n); on any refusal the ones already in are aborted and it re-raises."""
+    choices = Choices(arrived)
+    try:
+        for p_index, prompt in enumerate(prompts):
+            for i in range(req.n):
+                seed = None if req.seed is None else req.seed + i
+                prepared = PreparedChoice(req, prompt, seed, ctx.limits)
+                choices.add(p_index, await ctx.async_engine.add_request(prepared, req.cache_salt))
+    except BaseException as exc:
+        choices.abort()
+        if isinstance(exc, ValueError) and not isinstance(exc, DeltaserveError):
+            raise InvalidRequestError(str(exc)) from exc  # a tokenizer's plain ValueError: a bad request
+        raise
+    return choices

@@ -1,0 +1,36 @@
+"""What every route of one app serves with: the engine, its limits, its metrics, the names it answers to."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Annotated, Any
+
+from fastapi import Depends, Request
+
+from deltaserve.engine.async_engine import AsyncEngine
+from deltaserve.engine.openai_protocol import now
+from deltaserve.engine.server.limits import ServerLimits
+from deltaserve.engine.server.metrics import ServerMetrics
+
+
+@dataclass
+class ServingContext:
+    """One app's serving state, kept on `app.state.serving`; routes get it as the `Serving` dependency."""
+
+    async_engine: AsyncEngine
+    limits: ServerLimits
+    metrics: ServerMetrics
+    model_name: str  # the name /v1/models lists
+    model_names: frozenset[str]  # every name a request may use: the served name and the engine's own
+    started: int = field(default_factory=now)  # /v1/models' `created`
+
+    @property
+    def engine(self) -> Any:
+        return self.async_engine.engine
+
+
+def serving_context(request: Request) -> ServingContext:
+    return request.app.state.serving
+
+
+Serving = Annotated[ServingContext, Depends(serving_context)]

@@ -1,0 +1,105 @@
+"""The one place errors become OpenAI's error shape {"error": {"message", "type", "param", "code"}}.
+
+Routes raise: an APIError for a refusal they word themselves, or the engine's own DeltaserveError kinds
+(overloaded, invalid request, failed step). The handlers installed here turn those, request validation
+errors, HTTP errors (unknown route, wrong method) and unexpected exceptions into the envelope with its
+status, and count each in /metrics. A stream that already started sends the same envelope as an event.
+"""
+
+from __future__ import annotations
+
+import logging
+from typing import Any
+
+from fastapi import FastAPI, Request
+from fastapi.exceptions import RequestValidationError
+from fastapi.responses import JSONResponse
+from pydantic import ValidationError
+from starlette.exceptions import HTTPException as StarletteHTTPException
+
+from deltaserve.engine.openai_protocol import ErrorBody, ErrorResponse
+from deltaserve.engine.server.chunks import sse
+from deltaserve.engine.server.context import serving_context
+from deltaserve.engine.server.metrics import ServerMetrics
+from deltaserve.errors import APIError, DeltaserveError, EngineOverloadedError, EngineStepError
+
+log = logging.getLogger("deltaserve.server")
+
+
+def error_body(exc: APIError) -> dict:
+    body = ErrorBody(message=exc.message, type=exc.type, param=exc.param, code=exc.code)
+    return ErrorResponse(error=body).model_dump()
+
+
+def validation_error(exc: ValidationError | RequestValidationError) -> APIError:
+    """A 400 naming the first field that failed validation (its dotted path is the `param`)."""
+    first = exc.errors()[0]
+    loc = [str(p) for p in first.get("loc", ()) if p not in ("body",)]
+    param = ".".join(loc) or None
+    message = first.get("msg", "invalid request")
+    return APIError(400, f"{param}: {message}" if param else message, param=param, code="invalid_value")
+
+
+def unexpected_error(exc: BaseException) -> APIError:
+    return APIError(500, f"internal server error: {type(exc).__name__}: {exc}", type="server_error")
+
+
+def to_api_error(exc: DeltaserveError) -> APIError:
+    """The HTTP answer to a project error: overloaded 503, bad request 400, failed engine step 500."""
+    if isinstance(exc, APIError):
+        return exc
+    if isinstance(exc, EngineOverloadedError):
+        return APIError(503, exc.message, type="service_unavailable_error", code="queue_full")
+    if isinstance(exc, EngineStepError):
+        return APIError(500, exc.message, type="server_error", code="engine_error")
+    if isinstance(exc, ValueError):  # the bad-input kinds: InvalidRequestError, ModelNotFoundError, ...
+        return APIError(400, exc.message, code="invalid_request")
+    log.error("unexpected %s: %s", type(exc).__name__, exc.message)
+    return unexpected_error(exc)
+
+
+def engine_failure(out: Any) -> APIError | None:
+    """The error of a request the engine finished with finish_reason "error", else None."""
+    if out is not None and out.finished and out.finish_reason == "error":
+        return APIError(500, f"request failed in the engine: {out.error or 'unknown error'}",
+                        type="server_error", code="engine_error")
+    return None
+
+
+def error_response(exc: APIError, metrics: ServerMetrics) -> JSONResponse:
+    metrics.observe_error(exc.status)
+    return JSONResponse(error_body(exc), status_code=exc.status)
+
+
+def error_event(exc: APIError, metrics: ServerMetrics) -> str:
+    """The envelope as the last SSE event of a stream that had already started when it failed."""
+    metrics.observe_error(exc.status)
+    return sse(error_body(exc))
+
+
+async def _project_error(request: Request, exc: DeltaserveError) -> JSONResponse:
+    return error_response(to_api_error(exc), serving_context(request).metrics)
+
+
+async def _request_validation(request: Request, exc: RequestValidationError) -> JSONResponse:
+    return error_response(validation_error(exc), serving_context(request).metrics)
+
+
+async def _http_error(request: Request, exc: StarletteHTTPException) -> JSONResponse:
+    if exc.status_code == 404:
+        error = APIError(404, f"no route {request.method} {request.url.path}", code="not_found")
+    else:
+        error = APIError(exc.status_code, str(exc.detail), code=str(exc.status_code))
+    return error_response(error, serving_context(request).metrics)
+
+
+async def _unexpected(request: Request, exc: Exception) -> JSONResponse:
+    log.exception("unhandled error in %s", request.url.path)
+    return error_response(unexpected_error(exc), serving_context(request).metrics)
+
+
+def install_error_handlers(app: FastAPI) -> None:
+    app.add_exception_handler(DeltaserveError, _project_error)
+    app.add_exception_handler(RequestValidationError, _request_validation)
+    app.add_exception_handler(StarletteHTTPException, _http_error)
+    app.add_exception_handler(Exception, _unexpected)

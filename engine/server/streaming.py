@@ -1,0 +1,125 @@
+"""Reading a response's choices as the engine produces them: merged into one sequence of (choice, output),
+run to the end for a plain response (aborted when the client leaves), or sent as server-sent events.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import AsyncIterator
+from typing import Any, Protocol
+
+from fastapi import Request
+from fastapi.responses import StreamingResponse
+
+from deltaserve.engine.async_engine import RequestStream
+from deltaserve.engine.openai_protocol import ResponseMetrics, Usage
+from deltaserve.engine.server.choices import Choices
+from deltaserve.engine.server.chunks import DONE
+from deltaserve.engine.server.errors import engine_failure, error_event, to_api_error
+from deltaserve.engine.server.metrics import ServerMetrics
+from deltaserve.errors import APIError, EngineStepError
+
+DISCONNECT_POLL_S = 0.25  # how often a non-streaming request checks whether its client is still there
+
+
+class ChunkWriter(Protocol):
+    """The SSE chunks of one kind of streaming response (see chunks.py)."""
+
+    include_usage: bool
+
+    def opening(self, num_choices: int) -> list[str]: ...
+    def for_output(self, index: int, out: Any) -> list[str]: ...
+    def usage(self, usage: Usage, rm: ResponseMetrics) -> str: ...
+
+
+async def _pump(index: int, stream: RequestStream, queue: asyncio.Queue) -> None:
+    try:
+        async for out in stream:
+            queue.put_nowait((index, out, None))
+    except Exception as exc:
+        queue.put_nowait((index, None, exc))
+    queue.put_nowait((index, None, StopAsyncIteration()))
+
+
+async def merged(choices: Choices) -> AsyncIterator[tuple[int, Any]]:
+    """(choice index, output) from all choices as they arrive; re-raises a stream's error."""
+    if len(choices) == 1:
+        async for out in choices.streams[0]:
+            yield 0, out
+        return
+    queue: asyncio.Queue = asyncio.Queue()
+    tasks = [asyncio.create_task(_pump(i, s, queue)) for i, s in enumerate(choices)]
+    try:
+        remaining = len(tasks)
+        while remaining:
+            index, out, exc = await queue.get()
+            if isinstance(exc, StopAsyncIteration):
+                remaining -= 1
+            elif exc is not None:
+                raise exc
+            else:
+                yield index, out
+    finally:
+        for task in tasks:
+            task.cancel()
+
+
+async def _append_texts(choices: Choices, texts: list[str]) -> None:
+    async for index, out in merged(choices):
+        texts[index] += out.new_text or ""
+
+
+async def _collect(request: Request, choices: Choices) -> list[str]:
+    """Run all choices to the end; aborts them if the client goes away."""
+    texts = [""] * len(choices)
+    task = asyncio.create_task(_append_texts(choices, texts))
+    try:
+        while not task.done():
+            await asyncio.wait({task}, timeout=DISCONNECT_POLL_S)
+            if not task.done() and await request.is_disconnected():
+                task.cancel()
+                raise APIError(499, "client disconnected", code="client_disconnected")
+        task.result()
+    finally:
+        choices.abort()
+    return texts
+
+
+async def run_to_end(request: Request, choices: Choices, metrics: ServerMetrics) -> list[str]:
+    """Non-streaming: every choice's full text, or the engine's failure raised as an error."""
+    try:
+        texts = await _collect(request, choices)
+    finally:
+        choices.record(metrics)
+    if (err := choices.failure()) is not None:
+        raise err
+    return texts
+
+
+async def _events(choices: Choices, chunks: ChunkWriter, metrics: ServerMetrics) -> AsyncIterator[str]:
+    try:
+        for event in chunks.opening(len(choices)):
+            yield event
+        async for index, out in merged(choices):
+            if (err := engine_failure(out)) is not None:
+                yield error_event(err, metrics)
+                break
+            for event in chunks.for_output(index, out):
+                yield event
+        else:
+            if chunks.include_usage:
+                yield chunks.usage(*choices.usage())
+        yield DONE
+    except EngineStepError as exc:
+        yield error_event(to_api_error(exc), metrics)
+        yield DONE
+    finally:
+        choices.abort()  # no-op for finished requests; frees blocks when the client left early
+        choices.record(metrics)
+
+
+def event_stream(choices: Choices, chunks: ChunkWriter, metrics: ServerMetrics) -> StreamingResponse:
+    """SSE: the opening chunks, then each output's chunks as it arrives, then the usage chunk (when the client
+    asked for usage) and [DONE]. An engine failure ends the stream with an error event; a client that leaves
+    aborts every choice (frees their blocks)."""
+    return StreamingResponse(_events(choices, chunks, metrics), media_type="text/event-stream")
