@@ -19,6 +19,7 @@ from dataclasses import dataclass
 
 from deltaserve.errors import GoldReplyError
 from deltaserve.harness import formats
+from deltaserve.tools.fences import fence_for
 from deltaserve.tools.patch import apply_patch
 
 GIT_ONLY_PREFIXES = ("diff --git ", "index ", "similarity index", "old mode", "new mode")
@@ -47,9 +48,7 @@ def gold_edit(workspace, gold_diff: str) -> GoldEdit:
 def udiff_reply(gold_diff: str) -> str:
     lines = [ln for ln in gold_diff.splitlines() if not ln.startswith(GIT_ONLY_PREFIXES)]
     body = "\n".join(lines).strip("\n")
-    fence = "```"
-    while fence in body:
-        fence += "`"
+    fence = fence_for(body.split("\n"))
     return f"{fence}diff\n{body}\n{fence}"
 
 

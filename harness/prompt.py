@@ -3,7 +3,7 @@
 Order never changes: system (agent rules + edit-format instructions) -> repository context -> task ->
 history (each reply, then the tools' feedback). Nothing already sent is rewritten, so the chat-templated
 prompt of step N+1 starts with the prompt of step N plus its reply, and the engine serves all of that from
-its prefix cache. (DESIGN.md, "Prefix-stable prompts".)
+its prefix cache.
 """
 
 from __future__ import annotations
@@ -11,6 +11,7 @@ from __future__ import annotations
 import copy
 
 from deltaserve.errors import PromptError
+from deltaserve.tools.fences import fence_for
 
 SYSTEM = """You are a careful software engineer fixing a bug in the repository shown below.
 Make the smallest change that makes the failing tests pass. Never edit the tests unless the task says so.
@@ -26,9 +27,7 @@ def render_file(path: str, content: str, numbered: bool, first_line: int = 1) ->
     if numbered:
         width = len(str(first_line + len(lines) - 1))
         lines = [f"{n:>{width}} | {line}" for n, line in enumerate(lines, start=first_line)]
-    fence = "```"
-    while any(line.lstrip().startswith(fence) for line in lines):
-        fence += "`"
+    fence = fence_for(lines)
     return f"{path}\n{fence}\n" + "\n".join(lines) + f"\n{fence}"
 
 

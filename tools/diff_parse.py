@@ -21,10 +21,10 @@ from unidiff import PatchSet
 from unidiff.errors import UnidiffParseError
 
 from deltaserve.errors import DiffParseError
+from deltaserve.tools.fences import Fence, fence_line, fenced_blocks
 from deltaserve.tools.hunks import Hunk
 
 DEV_NULL = "/dev/null"
-_FENCE = re.compile(r"^(`{3,}|~{3,})\s*(.*)$")
 _HUNK_HEADER = re.compile(
     r"^@@+\s*(?:-(?P<s>\d+)(?:,(?P<sl>\d+))?)?\s*(?:\+(?P<t>\d+)(?:,(?P<tl>\d+))?)?\s*(?:@@+(?P<rest>.*))?$"
 )
@@ -66,6 +66,11 @@ def looks_like_path(text: str) -> str | None:
     return path
 
 
+def path_in_info(fence: Fence) -> str | None:
+    """A file name written in a fence's info string (```` ```diff src/a.py ````), or None."""
+    return next(filter(None, map(looks_like_path, fence.words)), None)
+
+
 def _looks_like_diff(lines: list[str]) -> bool:
     return any(x.startswith(("@@", "--- ", "+++ ", "diff --git ")) for x in lines)
 
@@ -74,29 +79,20 @@ def extract_fenced(text: str) -> list[tuple[str | None, list[str]]]:
     """(filename hint, lines) for each fenced block that holds a diff, or the whole text if none does."""
     lines = text.split("\n")
     blocks = []
-    i = 0
-    while i < len(lines):
-        m = _FENCE.match(lines[i])
-        if not m:
-            i += 1
-            continue
-        fence = m.group(1)
-        j = i + 1
-        while j < len(lines) and not (lines[j].startswith(fence[0] * 3) and lines[j].strip(fence[0] + " ") == ""):
-            j += 1
-        hint = None
-        info = m.group(2).strip()
-        for word in re.split(r"[\s:]+", info)[1:] if info else []:
-            hint = hint or looks_like_path(word)
-        k = i - 1
-        while k >= 0 and not lines[k].strip():
-            k -= 1
-        if hint is None and k >= 0:
-            hint = looks_like_path(lines[k])
-        blocks.append((hint, lines[i + 1 : j]))
-        i = j + 1
+    for block in fenced_blocks(lines, max_indent=0):  # an indented "```" is a context line, not a fence
+        hint = path_in_info(block.fence)
+        above = block.start - 1
+        while above >= 0 and not lines[above].strip():
+            above -= 1
+        if hint is None and above >= 0:
+            hint = looks_like_path(lines[above])
+        blocks.append((hint, block.body))
     diffy = [b for b in blocks if _looks_like_diff(b[1])]
     return diffy or [(None, lines)]
+
+
+def _is_fence(line: str) -> bool:
+    return fence_line(line, max_indent=0) is not None
 
 
 def _header_name(line: str) -> str | None:
@@ -131,7 +127,7 @@ def _strip_ab(name: str | None) -> str:
 
 def _is_boundary(lines: list[str], j: int) -> bool:
     line = lines[j]
-    if line.startswith(("@@", "diff --git ")) or _FENCE.match(line):
+    if line.startswith(("@@", "diff --git ")) or _is_fence(line):
         return True
     return line.startswith("--- ") and j + 1 < len(lines) and lines[j + 1].startswith("+++ ")
 
@@ -287,7 +283,7 @@ def _scan(lines: list[str], hint: str | None, sections: list[_Section]) -> None:
                 cur.hunks.append((start, body))
             i = j
             continue
-        if _FENCE.match(line):
+        if _is_fence(line):
             cur = None
             i += 1
             continue

@@ -22,14 +22,14 @@ import re
 from dataclasses import dataclass
 
 from deltaserve.errors import PatchError
-from deltaserve.tools.diff_parse import looks_like_path
+from deltaserve.tools.diff_parse import looks_like_path, path_in_info
+from deltaserve.tools.fences import fence_line
 from deltaserve.tools.hunks import Hunk
 from deltaserve.tools.textfile import split_lines
 
 _SEARCH = re.compile(r"^\s*<{5,9}\s*SEARCH\b.*$")
 _DIVIDER = re.compile(r"^\s*={5,9}\s*$")
 _REPLACE = re.compile(r"^\s*>{5,9}\s*REPLACE\b.*$")
-_FENCE = re.compile(r"^\s*(`{3,}|~{3,})")
 
 
 @dataclass(frozen=True)
@@ -49,12 +49,11 @@ def _filename_above(lines: list[str], i: int, previous: str | None) -> str | Non
         if not line.strip():
             j -= 1
             continue
-        m = _FENCE.match(line)
-        if m:
-            info = line.strip().lstrip("`~").strip()
-            for word in re.split(r"[\s:]+", info)[1:] if info else []:
-                if looks_like_path(word):
-                    return looks_like_path(word)
+        fence = fence_line(line)
+        if fence is not None:
+            named = path_in_info(fence)
+            if named:
+                return named
             j -= 1
             continue
         # Prose above the block: like aider, a block without its own filename continues the previous file.
