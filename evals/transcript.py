@@ -12,7 +12,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from deltaserve.errors import EvalError
-from deltaserve.harness import formats, lookups
+from deltaserve.harness import feedback, formats, lookups
 from deltaserve.harness.agent import first_prompt
 from deltaserve.harness.prompt import Prompt
 from deltaserve.tools.patch import PatchError
@@ -56,6 +56,6 @@ def replay_transcript(workspace, edited_path: str, udiff_reply: str) -> list[Tra
     wrong, error = _failing_udiff(udiff_reply, workspace)
     return [
         TranscriptStep(reply=str(view), feedback=lookups.serve(view, workspace, numbered=True)),
-        TranscriptStep(reply=wrong, feedback=f"Your edits could not be applied; nothing was changed.\n{error}"),
+        TranscriptStep(reply=wrong, feedback=feedback.unapplied_edits(error)),
         TranscriptStep(reply=udiff_reply, feedback=""),
     ]

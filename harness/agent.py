@@ -14,7 +14,7 @@ from rich.markup import escape
 from rich.syntax import Syntax
 
 from deltaserve.errors import ToolError
-from deltaserve.harness import accounting, context, formats, lookups
+from deltaserve.harness import accounting, context, feedback, formats, lookups
 from deltaserve.harness.accounting import ApplyOutcome, RunReport, StepReport, TestOutcome, TokenCounter
 from deltaserve.harness.formats import whole
 from deltaserve.harness.live_table import MIN_WIDTH, LiveTable
@@ -23,27 +23,14 @@ from deltaserve.harness.trace import TraceWriter
 from deltaserve.harness.workspace_guard import Snapshot, check_clean
 
 DEFAULT_MODEL = "local/smollm2-135m"
-OUTPUT_TAIL_CHARS = 3000
 
 
 def default_test_cmd() -> str:
     return f"{shlex.quote(sys.executable)} -m pytest -q -x"
 
 
-def _tail(text: str, limit: int = OUTPUT_TAIL_CHARS) -> str:
-    text = text.strip()
-    return text if len(text) <= limit else "...\n" + text[-limit:]
-
-
-
 # Tokens kept free beyond one reply for the feedback of later steps (errors, test output, views).
 HISTORY_ROOM = 1024
-
-
-def describe_tests(result, cmd: str) -> str:
-    verdict = "PASS" if result.ok else ("TIMED OUT" if result.timed_out else "FAIL")
-    counts = f"{result.passed} passed, {result.failed} failed, {result.errors} errors"
-    return f"Tests (`{cmd}`): {verdict} ({counts})\n```\n{_tail(result.output)}\n```"
 
 
 def first_prompt(workspace, fmt, task: str, test_cmd: str, tests,
@@ -54,7 +41,7 @@ def first_prompt(workspace, fmt, task: str, test_cmd: str, tests,
     files = context.gather(workspace, task.strip(), tests.output,
                            max_file_chars=int(context.MAX_FILE_CHARS * context_scale),
                            max_total_chars=int(context.MAX_TOTAL_CHARS * context_scale))
-    task_text = f"Task: {task.strip()}\n\n{describe_tests(tests, test_cmd)}"
+    task_text = f"Task: {task.strip()}\n\n{feedback.describe_tests(tests, test_cmd)}"
     return Prompt(fmt.instructions(), context.render(files, fmt.numbered_context), task_text), files
 
 
@@ -206,7 +193,7 @@ class Agent:
         except ValueError as exc:  # a malformed block: tell the model what is wrong with it
             applied = ApplyOutcome(ok=False, error=str(exc), dry_run=self.dry_run)
             return (make(action="edit", outcome="parse failed", apply=applied),
-                    f"Your edits could not be read; nothing was changed.\n{exc}")
+                    feedback.unreadable_edits(exc))
         if not edits:
             wanted = lookups.parse(reply.text)
             if wanted:
@@ -214,9 +201,9 @@ class Agent:
                     if lookup.kind == "view" and lookup.start is None and lookup.target not in self.seen:
                         self.seen.append(lookup.target)
                 answers = [lookups.serve(w, self.workspace, self.format.numbered_context) for w in wanted]
-                return make(action="view", outcome="looked up"), "\n\n".join(answers)
+                return make(action="view", outcome="looked up"), feedback.lookup_answers(answers)
             return (make(action="none", outcome="no edits"),
-                    "I found no edits in your reply. " + self.format.instructions())
+                    feedback.no_edits(self.format.instructions()))
         try:
             preview = self.format.apply(edits, self.workspace, dry_run=True)  # raises before anything is written
             self.snapshot.remember(preview.files_changed)
@@ -225,24 +212,24 @@ class Agent:
             message = exc.message
             applied = ApplyOutcome(ok=False, error=message, dry_run=self.dry_run)
             return (make(action="edit", outcome="apply failed", apply=applied),
-                    f"Your edits could not be applied; nothing was changed.\n{message}")
+                    feedback.unapplied_edits(message))
         whole_tokens = accounting.whole_file_tokens(result.new_contents, self.count)
         applied = ApplyOutcome(ok=True, files_changed=list(result.files_changed), dry_run=self.dry_run,
                                strategies=[str(getattr(h, "strategy", "")) for h in result.hunks])
         for path in result.files_changed:
             if path not in self.seen:
                 self.seen.append(path)
-        changed = f"Applied to {', '.join(result.files_changed)}:\n```diff\n{result.diff.rstrip()}\n```"
+        changed = feedback.applied_edits(result.files_changed, result.diff, dry_run=self.dry_run)
         if self.dry_run:
             self.console.print(f"Dry run: these edits were not written to {', '.join(result.files_changed)}:")
             self.console.print(Syntax(result.diff, "diff", theme="ansi_dark"))
             return (make(action="edit", outcome="dry run", apply=applied, whole_file_tokens=whole_tokens),
-                    changed.replace("Applied to", "Dry run, not written to", 1))
+                    changed)
         tests = self.run_tests()
         outcome = "tests pass" if tests.ok else "tests fail"
         return (make(action="edit", outcome=outcome, apply=applied, tests=TestOutcome.from_result(tests),
                      whole_file_tokens=whole_tokens),
-                f"{changed}\n\n{describe_tests(tests, self.test_cmd)}")
+                f"{changed}\n\n{feedback.describe_tests(tests, self.test_cmd)}")
 
     @staticmethod
     def with_rates(step: StepReport, previous: list[StepReport]) -> StepReport:

@@ -1,0 +1,40 @@
+"""What the tools tell the model after each reply. The agent sends these, and the evals that replay an
+agent's transcript send the very same text, so a replayed prompt is the prompt the agent would have sent."""
+
+from __future__ import annotations
+
+OUTPUT_TAIL_CHARS = 3000
+
+
+def tail(text: str, limit: int = OUTPUT_TAIL_CHARS) -> str:
+    """The end of a long output (where pytest puts its summary)."""
+    text = text.strip()
+    return text if len(text) <= limit else "...\n" + text[-limit:]
+
+
+def describe_tests(result, cmd: str) -> str:
+    """A tools.tests.TestResult: verdict, counts and the output's tail."""
+    verdict = "PASS" if result.ok else ("TIMED OUT" if result.timed_out else "FAIL")
+    counts = f"{result.passed} passed, {result.failed} failed, {result.errors} errors"
+    return f"Tests (`{cmd}`): {verdict} ({counts})\n```\n{tail(result.output)}\n```"
+
+
+def unreadable_edits(error: object) -> str:
+    return f"Your edits could not be read; nothing was changed.\n{error}"
+
+
+def unapplied_edits(error: object) -> str:
+    return f"Your edits could not be applied; nothing was changed.\n{error}"
+
+
+def no_edits(format_instructions: str) -> str:
+    return "I found no edits in your reply. " + format_instructions
+
+
+def applied_edits(files_changed: list[str], diff: str, dry_run: bool = False) -> str:
+    where = "Dry run, not written to" if dry_run else "Applied to"
+    return f"{where} {', '.join(files_changed)}:\n```diff\n{diff.rstrip()}\n```"
+
+
+def lookup_answers(answers: list[str]) -> str:
+    return "\n\n".join(answers)
