@@ -176,7 +176,11 @@ def _body_by_shape(region: list[str], may_anchor: bool) -> list[str]:
     end = len(body)
     while end and not prefixed[end - 1]:
         end -= 1
-    if not may_anchor or any(b[:1] in (" ", "-") for b in body[:end]) or not any(b[:1] == "+" for b in body[:end]):
+    if (
+        not may_anchor
+        or any(b[:1] in (" ", "-") for b in body[:end])
+        or not any(b[:1] == "+" for b in body[:end])
+    ):
         return body[:end]
     return body
 
@@ -236,7 +240,8 @@ def _scan(lines: list[str], hint: str | None, sections: list[_Section]) -> None:
             old = _header_name(line) if line.startswith("--- ") else None
             new = _header_name(lines[i + 1]) if has_pair else None
             if not has_pair:
-                # One header only: the file is named once; "--- /dev/null" alone or "+++ /dev/null" alone is unclear.
+                # One header only: the file is named once; "--- /dev/null" or "+++ /dev/null" alone is
+                # unclear.
                 name = _header_name(line)
                 if name is None:
                     raise DiffParseError(f"a lone header {line!r} without its partner line; write both "

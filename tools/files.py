@@ -151,7 +151,9 @@ def grep(ws: Workspace, regex: str, path_glob: str | None = None, max_results: i
             break
     out = hits or [f"no matches for {regex!r}" + (f" in files matching {path_glob!r}" if path_glob else "")]
     if capped:
-        out.append(f"[results capped at {max_results} matches; narrow the regex or path_glob to see the rest]")
+        out.append(
+            f"[results capped at {max_results} matches; narrow the regex or path_glob to see the rest]"
+        )
     if skipped:
         out.append(f"[{skipped} files over {MAX_GREP_FILE_BYTES} bytes not searched]")
     return "\n".join(out)

@@ -191,7 +191,11 @@ def _overlaps(start: int, length: int, taken: list[tuple[int, int]]) -> bool:
         if start < e and s < end:
             return True
         # Two zero-length insertions at the same spot, or an insertion inside a replaced block.
-        if (length == 0 and s < start < e) or (size == 0 and start < s < end) or (length == 0 == size and s == start):
+        if (
+            (length == 0 and s < start < e)
+            or (size == 0 and start < s < end)
+            or (length == 0 == size and s == start)
+        ):
             return True
     return False
 
@@ -211,7 +215,8 @@ def _line_ratio(a: str, b: str, floor: float) -> float:
 def _fuzzy_score(src: list[str], kinds: list[str], window: list[str]) -> float:
     """Mean per-line similarity of the source and a same-length window (stripped lines), or 0.0 when any
     aligned pair is too different: a removed line must clearly be the line it deletes (>= FUZZY_REMOVED_MIN),
-    a context line must at least resemble its partner (>= FUZZY_LINE_MIN). Blank lines must align with blank."""
+    a context line must at least resemble its partner (>= FUZZY_LINE_MIN). Blank lines must align with
+    blank."""
     total = 0.0
     for s, k, w in zip(src, kinds, window, strict=True):
         floor = FUZZY_REMOVED_MIN if k == "-" else FUZZY_LINE_MIN
@@ -264,7 +269,9 @@ def closest_excerpt(file_lines: list[str], src: list[str], context: int = 2) -> 
     for i in cands:
         if i > len(file_lines) - n:
             continue
-        score = difflib.SequenceMatcher(None, target, "\n".join(x.strip() for x in file_lines[i : i + n])).ratio()
+        score = difflib.SequenceMatcher(
+            None, target, "\n".join(x.strip() for x in file_lines[i : i + n])
+        ).ratio()
         if best is None or score > best[0]:
             best = (score, i)
     if best is None:
@@ -282,7 +289,8 @@ def _pick(cands: list[int], hint: int | None, what: str, n: int) -> int:
         if dists[0][0] != dists[1][0]:
             return dists[0][1]
         raise HunkError(
-            f"its {what} lines match {len(cands)} places (starting at lines {lines}), and two are equally near "
+            f"its {what} lines match {len(cands)} places (starting at lines {lines}), and two are equally "
+            "near "
             f"the stated line {hint + 1}; add more unchanged context lines so it matches one place only"
         )
     raise HunkError(
@@ -347,12 +355,18 @@ def locate(file_lines: list[str], hunk: Hunk, taken: list[tuple[int, int]], hint
     if not any(t.strip() for t in src):
         # Only blank context: blank lines are everywhere, so content cannot place it; the line number can,
         # if the file has blank lines there too.
-        if hint is not None and hint + n <= len(file_lines) and not any(x.strip() for x in file_lines[hint : hint + n]) \
-                and not _overlaps(hint, n, taken):
+        if (
+            hint is not None
+            and hint + n <= len(file_lines)
+            and not any(x.strip() for x in file_lines[hint : hint + n])
+            and not _overlaps(hint, n, taken)
+        ):
             return Match(hint, n, "line-number")
-        raise HunkError("its context/removed lines are all blank, so only its @@ line number could place it, and "
-                        "the file has no blank lines there; include some non-blank unchanged lines",
-                        closest_excerpt(file_lines, src))
+        raise HunkError(
+            "its context/removed lines are all blank, so only its @@ line number could place it, and "
+            "the file has no blank lines there; include some non-blank unchanged lines",
+            closest_excerpt(file_lines, src),
+        )
     if n > len(file_lines):
         raise HunkError(f"it expects {n} source lines but the file has only {len(file_lines)}",
                         closest_excerpt(file_lines, src))
@@ -379,9 +393,13 @@ def locate(file_lines: list[str], hunk: Hunk, taken: list[tuple[int, int]], hint
     scores = _window_scores(file_lines, hunk, taken)
     good = sorted((s for s in scores if s[0] >= FUZZY_THRESHOLD), reverse=True)
     if not good:
-        raise HunkError("its context/removed lines were not found in the file, not even approximately", closest)
+        raise HunkError(
+            "its context/removed lines were not found in the file, not even approximately", closest
+        )
     best_score, best = good[0]
-    rivals = [i for s, i in good[1:] if s >= best_score - FUZZY_MARGIN and (s == best_score or abs(i - best) >= n)]
+    rivals = [
+        i for s, i in good[1:] if s >= best_score - FUZZY_MARGIN and (s == best_score or abs(i - best) >= n)
+    ]
     if rivals:
         lines = ", ".join(str(i + 1) for i in sorted([best, *rivals])[:12])
         raise HunkError(
@@ -390,9 +408,12 @@ def locate(file_lines: list[str], hunk: Hunk, taken: list[tuple[int, int]], hint
     window = file_lines[best : best + n]
     shift = _shift_for_added(hunk, window)
     if shift is None:
-        raise HunkError(f"it roughly matches lines {best + 1}-{best + n}, but its indentation differs from the "
-                        "file's in no consistent way, so the added lines' indentation would be a guess; copy "
-                        "the lines exactly from the file", closest)
+        raise HunkError(
+            f"it roughly matches lines {best + 1}-{best + n}, but its indentation differs from the "
+            "file's in no consistent way, so the added lines' indentation would be a guess; copy "
+            "the lines exactly from the file",
+            closest,
+        )
     return Match(best, n, "fuzzy", shift, best_score)
 
 

@@ -58,7 +58,11 @@ def build_server(root: str | os.PathLike[str], test_command: str = tests.DEFAULT
         """List files (honouring .gitignore); `pattern` is a glob such as '*.py' or 'src/*.py'."""
         found = files.list_files(ws, pattern)
         shown = found[:MAX_LISTED_FILES]
-        note = f"\n[{len(found) - len(shown)} more files not listed; give a pattern]" if len(found) > len(shown) else ""
+        note = (
+            f"\n[{len(found) - len(shown)} more files not listed; give a pattern]"
+            if len(found) > len(shown)
+            else ""
+        )
         return ("\n".join(shown) or "no files") + note
 
     @mcp.tool()
@@ -76,7 +80,8 @@ def build_server(root: str | os.PathLike[str], test_command: str = tests.DEFAULT
     @mcp.tool()
     @_model_errors
     def apply_search_replace(path: str, search: str, replace: str, dry_run: bool = False) -> str:
-        """Replace the single place in `path` matching `search` with `replace` (empty search creates the file)."""
+        """Replace the single place in `path` matching `search` with `replace` (an empty search creates
+        the file)."""
         return _patch_text(patch.apply_search_replace(ws, path, search, replace, dry_run=dry_run), dry_run)
 
     @mcp.tool()
@@ -88,12 +93,17 @@ def build_server(root: str | os.PathLike[str], test_command: str = tests.DEFAULT
     @mcp.tool()
     @_model_errors
     def run_tests(command: str | None = None, timeout_s: float | None = None) -> str:
-        """Run the test command (default: the server's) in the workspace; returns counts, failing tests, output."""
-        res = tests.run_tests(ws, command or test_command, timeout=min(timeout_s or test_timeout, test_timeout))
+        """Run the test command (default: the server's) in the workspace; returns counts, failing tests and
+        output."""
+        res = tests.run_tests(
+            ws, command or test_command, timeout=min(timeout_s or test_timeout, test_timeout)
+        )
         return f"{res.summary()}\nduration {res.duration_s:.1f}s\n\n{res.output}"
 
     return mcp
 
 
-def serve(root: str | os.PathLike[str], test_command: str = tests.DEFAULT_COMMAND, test_timeout: float = 300.0) -> None:
+def serve(
+    root: str | os.PathLike[str], test_command: str = tests.DEFAULT_COMMAND, test_timeout: float = 300.0
+) -> None:
     build_server(root, test_command, test_timeout).run("stdio")

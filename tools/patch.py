@@ -29,8 +29,8 @@ __all__ = [
     "apply_search_replace_blocks", "parse_search_replace_blocks", "write_file",
 ]
 
-# Every HunkResult.strategy: how hunks located by content matched (tools.hunks, in the order tried), then a hunk
-# placed by its line number alone, a file created or deleted, a whole-file write.
+# Every HunkResult.strategy: how hunks located by content matched (tools.hunks, in the order tried), then a
+# hunk placed by its line number alone, a file created or deleted, a whole-file write.
 HUNK_STRATEGIES = (*STRATEGIES, "line-number", "create", "delete", "whole")
 MAX_SHOWN_LINES = 12
 
@@ -122,12 +122,17 @@ class _Plan:
 
     def commit(self) -> None:
         changes = [c for c in self.changes.values() if not (c.before is None and c.after is None)]
-        payloads = {ch.rel: ch.after.encode() for ch in changes if ch.after is not None}  # checked in result()
+        # encodable: checked in result()
+        payloads = {ch.rel: ch.after.encode() for ch in changes if ch.after is not None}
         done: list[_Change] = []
         try:
             for ch in changes:
                 if ch.after is not None:
-                    mode = ch.after.mode if ch.after.mode is not None else (ch.before.mode if ch.before else None)
+                    mode = (
+                        ch.after.mode
+                        if ch.after.mode is not None
+                        else (ch.before.mode if ch.before else None)
+                    )
                     atomic_write(ch.real, payloads[ch.rel], mode)
                 elif ch.real.exists():
                     os.unlink(ch.real)
@@ -235,7 +240,9 @@ def _plan_file_patch(ws: Workspace, plan: _Plan, fp: FilePatch, old: str | None,
     assert old is not None
     before = plan.current(old)
     if before is None:
-        raise PatchError(f"{old} does not exist, so its hunks cannot be applied.{_similar_files(ws, old)}", old)
+        raise PatchError(
+            f"{old} does not exist, so its hunks cannot be applied.{_similar_files(ws, old)}", old
+        )
     if fp.is_deleted:
         plan.set(old, None)
         plan.hunks.append(HunkResult(old, 0, "delete", 1))
@@ -258,7 +265,8 @@ def _plan_file_patch(ws: Workspace, plan: _Plan, fp: FilePatch, old: str | None,
 
 
 def _merge_same_file(ws: Workspace, patches: list[FilePatch]):
-    """(old, new, FilePatch) per file; two sections for one file are merged (hunks all refer to the original)."""
+    """(old, new, FilePatch) per file; two sections for one file are merged (their hunks all refer to the
+    original)."""
     merged: dict[tuple[str | None, str | None], FilePatch] = {}
     for fp in patches:
         key = _paths(ws, fp)
@@ -317,7 +325,9 @@ def apply_patch(ws: Workspace, diff_text: str, dry_run: bool = False) -> PatchRe
 
 
 @_guard
-def apply_search_replace_blocks(ws: Workspace, blocks: list[SearchReplace], dry_run: bool = False) -> PatchResult:
+def apply_search_replace_blocks(
+    ws: Workspace, blocks: list[SearchReplace], dry_run: bool = False
+) -> PatchResult:
     """Apply SEARCH/REPLACE blocks in order (a later block sees the earlier ones' result), all or nothing."""
     plan = _Plan(ws)
     counts: dict[str, int] = {}
@@ -352,7 +362,9 @@ def apply_search_replace_blocks(ws: Workspace, blocks: list[SearchReplace], dry_
     return _finish(plan, dry_run)
 
 
-def apply_search_replace(ws: Workspace, path: str, search: str, replace: str, dry_run: bool = False) -> PatchResult:
+def apply_search_replace(
+    ws: Workspace, path: str, search: str, replace: str, dry_run: bool = False
+) -> PatchResult:
     """Replace the one place in `path` that matches `search` (same matching as diff hunks) with `replace`."""
     return apply_search_replace_blocks(ws, [SearchReplace(path, search, replace)], dry_run=dry_run)
 

@@ -83,8 +83,11 @@ def parse_search_replace_blocks(text: str) -> list[SearchReplace]:
         n = len(blocks) + 1
         path = _filename_above(lines, i, previous)
         if path is None:
-            raise PatchError(f"SEARCH/REPLACE block {n} has no file name; put the file's path alone on the line "
-                             "just before the block (or before its ``` fence).", hunk=n)
+            raise PatchError(
+                f"SEARCH/REPLACE block {n} has no file name; put the file's path alone on the line "
+                "just before the block (or before its ``` fence).",
+                hunk=n,
+            )
         j = _next_marker(lines, i + 1)
         if j >= len(lines) or not _DIVIDER.match(lines[j]):
             raise PatchError(f"SEARCH/REPLACE block {n} ({path}) has no ======= line after its SEARCH part.",

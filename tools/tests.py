@@ -53,7 +53,8 @@ class TestResult:
         if self.timed_out:
             head = f"TIMED OUT after {self.duration_s:.1f}s (the test process group was killed)"
         else:
-            head = f"exit code {self.exit_code}: {self.passed} passed, {self.failed} failed, {self.errors} errors"
+            counts = f"{self.passed} passed, {self.failed} failed, {self.errors} errors"
+            head = f"exit code {self.exit_code}: {counts}"
         lines = [head]
         if self.failing_tests:
             lines.append("failing: " + ", ".join(self.failing_tests[:20]))
@@ -97,7 +98,8 @@ class _CappedReader(threading.Thread):
         tail_s = tail.decode("utf-8", errors="replace")
         if cut <= 0:
             return head_s + tail_s, False
-        note = f"\n[... {cut} bytes of output cut; showing the first {len(self.head)} and last {len(tail)} ...]\n"
+        shown = f"showing the first {len(self.head)} and last {len(tail)}"
+        note = f"\n[... {cut} bytes of output cut; {shown} ...]\n"
         return head_s + note + tail_s, True
 
 

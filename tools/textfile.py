@@ -57,7 +57,8 @@ def decode(data: bytes, name: str = "file") -> Decoded:
 
 
 def split_lines(text: str) -> tuple[list[str], list[str]]:
-    """Lines without terminators, plus each line's terminator ("\\n", "\\r\\n" or "" for a last line without one)."""
+    """Lines without terminators, plus each line's terminator ("\\n", "\\r\\n", or "" for a last line
+    without one)."""
     lines, endings = [], []
     for m in _LINE_RE.finditer(text):
         chunk = m.group()
@@ -124,12 +125,14 @@ def check_encodable(tf: TextFile, name: str) -> None:
         tf.encode()
     except UnicodeEncodeError as exc:
         raise WorkspaceError(
-            f"the new content of {name!r} has characters that its encoding ({tf.encoding}) cannot store: {exc}"
+            f"the new content of {name!r} has characters that its encoding ({tf.encoding}) cannot store: "
+            f"{exc}"
         ) from None
 
 
 def atomic_write(path: Path, data: bytes, mode: int | None) -> None:
-    """Write via a temp file in the same directory and os.replace, so readers never see a half-written file."""
+    """Write via a temp file in the same directory and os.replace, so readers never see a half-written
+    file."""
     path.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
     try:

@@ -26,7 +26,8 @@ class Workspace:
         return f"Workspace({str(self.root)!r})"
 
     def relpath(self, path: str | os.PathLike[str]) -> str:
-        """Check a path's spelling and return it normalised ("./a//b.py" -> "a/b.py"), without touching disk."""
+        """Check a path's spelling and return it normalised ("./a//b.py" -> "a/b.py") without touching the
+        disk."""
         text = os.fspath(path)
         if not isinstance(text, str):
             raise WorkspaceError(f"path must be text, got {type(text).__name__}")

@@ -7,7 +7,12 @@ from deltaserve.tools.fences import fence_for, fence_line, fenced_blocks
 
 def test_fence_line_reads_marker_indent_and_info():
     fence = fence_line("  ```python src/a.py")
-    assert (fence.marker, fence.indent, fence.info, fence.words) == ("```", 2, "python src/a.py", ["src/a.py"])
+    assert (fence.marker, fence.indent, fence.info, fence.words) == (
+        "```",
+        2,
+        "python src/a.py",
+        ["src/a.py"],
+    )
     assert fence_line("~~~~").marker == "~~~~" and fence_line("~~~~").words == []
     assert fence_line("```diff:src/a.py").words == ["src/a.py"]
 

@@ -69,8 +69,15 @@ def test_view_edges(repo):
 
 def test_list_files_honours_gitignore(repo):
     assert list_files(repo) == [
-        ".gitignore", "crlf.txt", "docs/.gitignore", "docs/README.md", "docs/secret.env", "img.png", "keep.pyc",
-        "pkg/__init__.py", "pkg/mod.py",
+        ".gitignore",
+        "crlf.txt",
+        "docs/.gitignore",
+        "docs/README.md",
+        "docs/secret.env",
+        "img.png",
+        "keep.pyc",
+        "pkg/__init__.py",
+        "pkg/mod.py",
     ]
     assert list_files(repo, "*.py") == ["pkg/__init__.py", "pkg/mod.py"]
     assert list_files(repo, "docs/*") == ["docs/.gitignore", "docs/README.md", "docs/secret.env"]

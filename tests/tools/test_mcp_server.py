@@ -1,4 +1,5 @@
-"""Start `deltaserve mcp --root DIR` as a real subprocess and call every tool through the MCP client (stdio)."""
+"""Start `deltaserve mcp --root DIR` as a real subprocess and call every tool through the MCP client
+(stdio)."""
 
 from __future__ import annotations
 
@@ -10,7 +11,10 @@ import pytest
 from mcp import Client
 from mcp.client.stdio import StdioServerParameters
 
-EXPECTED_TOOLS = {"view", "list_files", "grep", "apply_patch", "apply_search_replace", "write_file", "run_tests"}
+EXPECTED_TOOLS = {"view", "list_files", "grep", "apply_patch", "apply_search_replace", "write_file",
+                  "run_tests"}
+FIX_ADD = "--- a/calc.py\n+++ b/calc.py\n@@ @@\n def add(a, b):\n-    return a - b\n+    return a + b\n"
+BREAK_MUL = "--- a/calc.py\n+++ b/calc.py\n@@ @@\n def mul(a, b):\n-    return a * b\n+    return 0\n"
 
 
 def _text(result) -> str:
@@ -39,7 +43,11 @@ def test_every_tool_over_stdio(workspace):
         "debug.log": "noise\n",
     })
     script = os.path.join(os.path.dirname(sys.executable), "deltaserve")  # the installed console script
-    launcher = [script] if os.path.exists(script) else [sys.executable, "-c", "import sys; from deltaserve.cli import main; sys.exit(main())"]
+    launcher = (
+        [script]
+        if os.path.exists(script)
+        else [sys.executable, "-c", "import sys; from deltaserve.cli import main; sys.exit(main())"]
+    )
     params = StdioServerParameters(
         command=launcher[0],
         args=[*launcher[1:], "mcp", "--root", str(ws.root),
@@ -55,17 +63,14 @@ def test_every_tool_over_stdio(workspace):
             out["view"] = await client.call_tool("view", {"path": "calc.py", "start": 2, "end": 2})
             out["grep"] = await client.call_tool("grep", {"regex": r"return a"})
             out["tests_before"] = await client.call_tool("run_tests", {})
-            out["patch_dry"] = await client.call_tool("apply_patch", {
-                "diff": "--- a/calc.py\n+++ b/calc.py\n@@ @@\n def add(a, b):\n-    return a - b\n+    return a + b\n",
-                "dry_run": True})
-            out["patch"] = await client.call_tool("apply_patch", {
-                "diff": "--- a/calc.py\n+++ b/calc.py\n@@ @@\n def add(a, b):\n-    return a - b\n+    return a + b\n"})
+            out["patch_dry"] = await client.call_tool("apply_patch", {"diff": FIX_ADD, "dry_run": True})
+            out["patch"] = await client.call_tool("apply_patch", {"diff": FIX_ADD})
             out["tests_after"] = await client.call_tool("run_tests", {})
             out["sr"] = await client.call_tool("apply_search_replace", {
                 "path": "calc.py", "search": "    return a + b\n", "replace": "    return b + a\n"})
-            out["write"] = await client.call_tool("write_file", {"path": "notes/todo.txt", "content": "ship it"})
-            out["bad_patch"] = await client.call_tool("apply_patch", {
-                "diff": "--- a/calc.py\n+++ b/calc.py\n@@ @@\n def mul(a, b):\n-    return a * b\n+    return 0\n"})
+            out["write"] = await client.call_tool("write_file",
+                                                  {"path": "notes/todo.txt", "content": "ship it"})
+            out["bad_patch"] = await client.call_tool("apply_patch", {"diff": BREAK_MUL})
             out["escape"] = await client.call_tool("view", {"path": "../../etc/passwd"})
 
     anyio.run(session)
@@ -83,5 +88,6 @@ def test_every_tool_over_stdio(workspace):
     assert (ws.root / "calc.py").read_text() == "def add(a, b):\n    return b + a\n"
     assert (ws.root / "notes" / "todo.txt").read_text() == "ship it\n"
     assert out["bad_patch"].is_error
-    assert "Closest lines in calc.py" in _text(out["bad_patch"]) and "No files were changed" in _text(out["bad_patch"])
+    bad_patch = _text(out["bad_patch"])
+    assert "Closest lines in calc.py" in bad_patch and "No files were changed" in bad_patch
     assert out["escape"].is_error and "'..'" in _text(out["escape"])

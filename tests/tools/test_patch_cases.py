@@ -65,7 +65,8 @@ class Case:
 CASES = [
     Case("clean_git_diff", {"calc.py": CALC},
          "diff --git a/calc.py b/calc.py\nindex 83db48f..bf269f4 100644\n--- a/calc.py\n+++ b/calc.py\n"
-         "@@ -8,5 +8,5 @@ def add(a, b):\n def sub(a, b):\n-    return a - b\n+    return a - b  # difference\n \n \n"
+         "@@ -8,5 +8,5 @@ def add(a, b):\n def sub(a, b):\n-    return a - b\n"
+         "+    return a - b  # difference\n \n \n"
          " def area(r):\n",
          {"calc.py": CALC.replace("return a - b", "return a - b  # difference")}, ["exact"]),
     Case("wrong_line_numbers", {"calc.py": CALC},
@@ -81,12 +82,15 @@ CASES = [
          {"calc.py": CALC.replace("def add(a, b):\n", "def add(a, b):\n    \"\"\"Add.\"\"\"\n")}, ["exact"]),
     Case("indented_context_lost_its_space", {"calc.py": CALC},
          # "    return a + b" written without the diff's context space: it parses as 3-space indentation.
-         "--- a/calc.py\n+++ b/calc.py\n@@ -4,2 +4,3 @@\n def add(a, b):\n    return a + b\n+\n+ADDED = True\n",
+         "--- a/calc.py\n+++ b/calc.py\n@@ -4,2 +4,3 @@\n def add(a, b):\n    return a + b\n+\n"
+         "+ADDED = True\n",
          {"calc.py": CALC.replace("    return a + b\n", "    return a + b\n\nADDED = True\n")}, ["indent"]),
     Case("wrong_hunk_counts", {"calc.py": CALC},
-         "--- a/calc.py\n+++ b/calc.py\n@@ -8,7 +8,9 @@\n def sub(a, b):\n-    return a - b\n+    return a - b\n"
+         "--- a/calc.py\n+++ b/calc.py\n@@ -8,7 +8,9 @@\n def sub(a, b):\n-    return a - b\n"
+         "+    return a - b\n"
          "+\n+\n+def mul(a, b):\n+    return a * b\n",
-         {"calc.py": CALC.replace("    return a - b\n", "    return a - b\n\n\ndef mul(a, b):\n    return a * b\n")},
+         {"calc.py": CALC.replace("    return a - b\n", "    return a - b\n\n\ndef mul(a, b):\n"
+                                                        "    return a * b\n")},
          ["exact"]),
     Case("fenced_with_prose", {"calc.py": CALC},
          "The bug is in `sub`. Here is the fix:\n\n```diff\n--- a/calc.py\n+++ b/calc.py\n@@ -8,2 +8,2 @@\n"
@@ -100,7 +104,8 @@ CASES = [
          "**calc.py**\n```diff\n@@ @@\n def sub(a, b):\n-    return a - b\n+    return -(b - a)\n```\n",
          {"calc.py": CALC.replace("return a - b", "return -(b - a)")}, ["exact"]),
     Case("git_line_without_headers", {"calc.py": CALC},
-         "diff --git a/calc.py b/calc.py\n@@ -4,2 +4,2 @@\n def add(a, b):\n-    return a + b\n+    return b + a\n",
+         "diff --git a/calc.py b/calc.py\n@@ -4,2 +4,2 @@\n def add(a, b):\n-    return a + b\n"
+         "+    return b + a\n",
          {"calc.py": CALC.replace("a + b", "b + a")}, ["exact"]),
     Case("crlf_file_lf_diff", {"win.txt": "alpha\r\nbeta\r\ngamma\r\n"},
          "--- a/win.txt\n+++ b/win.txt\n@@ -1,3 +1,4 @@\n alpha\n-beta\n+BETA\n+beta2\n gamma\n",
@@ -113,10 +118,12 @@ CASES = [
          "--- a/end.py\n+++ b/end.py\n@@ -1,2 +1,2 @@\n x = 1\n-y = 2\n+y = 3\n",
          {"end.py": "x = 1\ny = 3"}, ["exact"]),
     Case("no_newline_marker_adds_newline", {"end.py": "x = 1\ny = 2"},
-         "--- a/end.py\n+++ b/end.py\n@@ -1,2 +1,2 @@\n x = 1\n-y = 2\n\\ No newline at end of file\n+y = 2\n",
+         "--- a/end.py\n+++ b/end.py\n@@ -1,2 +1,2 @@\n x = 1\n-y = 2\n"
+         "\\ No newline at end of file\n+y = 2\n",
          {"end.py": "x = 1\ny = 2\n"}, ["exact"]),
     Case("no_newline_marker_removes_newline", {"end.py": "x = 1\ny = 2\n"},
-         "--- a/end.py\n+++ b/end.py\n@@ -1,2 +1,2 @@\n x = 1\n-y = 2\n+y = 2\n\\ No newline at end of file\n",
+         "--- a/end.py\n+++ b/end.py\n@@ -1,2 +1,2 @@\n x = 1\n-y = 2\n+y = 2\n"
+         "\\ No newline at end of file\n",
          {"end.py": "x = 1\ny = 2"}, ["exact"]),
     Case("tabs_makefile", {"Makefile": MAKEFILE},
          "--- a/Makefile\n+++ b/Makefile\n@@ -3,2 +3,2 @@\n build:\n-\tgcc -O2 -o app main.c\n"
@@ -137,40 +144,49 @@ CASES = [
          "         def push(self, x):\n",
          {"stack.py": CLASSY.replace("self.items = []\n\n", "self.items = []\n    # push\n")}, ["indent"]),
     Case("context_missing_a_blank_line", {"calc.py": CALC},
-         "--- a/calc.py\n+++ b/calc.py\n@@ -4,6 +4,6 @@\n def add(a, b):\n     return a + b\n \n def sub(a, b):\n"
+         "--- a/calc.py\n+++ b/calc.py\n@@ -4,6 +4,6 @@\n def add(a, b):\n     return a + b\n \n"
+         " def sub(a, b):\n"
          "-    return a - b\n+    return a - (b)\n",
          {"calc.py": CALC.replace("a - b", "a - (b)")}, ["blank-lines"]),
     Case("context_with_an_extra_blank_line", {"stack.py": CLASSY},
-         "--- a/stack.py\n+++ b/stack.py\n@@ -5,4 +5,6 @@\n     def push(self, x):\n         self.items.append(x)\n \n \n"
+         "--- a/stack.py\n+++ b/stack.py\n@@ -5,4 +5,6 @@\n     def push(self, x):\n"
+         "         self.items.append(x)\n \n \n"
          "+    def peek(self):\n+        return self.items[-1]\n+\n     def pop(self):\n",
-         {"stack.py": CLASSY.replace("    def pop", "    def peek(self):\n        return self.items[-1]\n\n    def pop")},
+         {"stack.py": CLASSY.replace("    def pop", "    def peek(self):\n        return self.items[-1]\n\n"
+                                                    "    def pop")},
          ["blank-lines"]),
     Case("trailing_whitespace_in_file", {"t.py": "def f():   \n    return 1  \n"},
          "--- a/t.py\n+++ b/t.py\n@@ -1,2 +1,2 @@\n def f():\n-    return 1\n+    return 2\n",
          {"t.py": "def f():   \n    return 2\n"}, ["rstrip"]),
     Case("fuzzy_typo_in_context", {"calc.py": CALC},
-         "--- a/calc.py\n+++ b/calc.py\n@@ -8,5 +8,5 @@\n def sub(a, b):\n-    return a - b\n+    return a - b + 0\n \n \n"
+         "--- a/calc.py\n+++ b/calc.py\n@@ -8,5 +8,5 @@\n def sub(a, b):\n-    return a - b\n"
+         "+    return a - b + 0\n \n \n"
          " def aera(r):\n",
          {"calc.py": CALC.replace("return a - b", "return a - b + 0")}, ["fuzzy"]),
     Case("multi_hunk", {"calc.py": CALC},
          "--- a/calc.py\n+++ b/calc.py\n@@ -1,1 +1,2 @@\n import math\n+import sys\n@@ -8,2 +9,2 @@\n"
          " def sub(a, b):\n-    return a - b\n+    return a - b  # checked\n",
-         {"calc.py": CALC.replace("import math\n", "import math\nimport sys\n").replace("a - b", "a - b  # checked")},
+         {"calc.py": CALC.replace("import math\n", "import math\nimport sys\n")
+                         .replace("a - b", "a - b  # checked")},
          ["exact", "exact"]),
     Case("hunks_out_of_order", {"calc.py": CALC},
          "--- a/calc.py\n+++ b/calc.py\n@@ -12,2 +12,2 @@\n def area(r):\n-    return math.pi * r * r\n"
-         "+    return math.pi * r * r  # m^2\n@@ -4,2 +4,2 @@\n def add(a, b):\n-    return a + b\n+    return a + b  # sum\n",
-         {"calc.py": CALC.replace("r * r", "r * r  # m^2").replace("a + b\n", "a + b  # sum\n")}, ["exact", "exact"]),
+         "+    return math.pi * r * r  # m^2\n@@ -4,2 +4,2 @@\n def add(a, b):\n-    return a + b\n"
+         "+    return a + b  # sum\n",
+         {"calc.py": CALC.replace("r * r", "r * r  # m^2").replace("a + b\n", "a + b  # sum\n")},
+         ["exact", "exact"]),
     Case("multi_file", {"calc.py": CALC, "stack.py": CLASSY},
          "--- a/calc.py\n+++ b/calc.py\n@@ -1 +1 @@\n-import math\n+import math  # used by area\n"
-         "--- a/stack.py\n+++ b/stack.py\n@@ -2,2 +2,2 @@\n     def __init__(self):\n-        self.items = []\n"
+         "--- a/stack.py\n+++ b/stack.py\n@@ -2,2 +2,2 @@\n     def __init__(self):\n"
+         "-        self.items = []\n"
          "+        self.items: list = []\n",
          {"calc.py": CALC.replace("import math", "import math  # used by area"),
           "stack.py": CLASSY.replace("self.items = []", "self.items: list = []")}, ["exact", "exact"]),
     Case("new_file", {"calc.py": CALC},
          "--- /dev/null\n+++ b/tests/test_calc.py\n@@ -0,0 +1,5 @@\n+from calc import add\n+\n+\n"
          "+def test_add():\n+    assert add(1, 2) == 3\n",
-         {"calc.py": CALC, "tests/test_calc.py": "from calc import add\n\n\ndef test_add():\n    assert add(1, 2) == 3\n"},
+         {"calc.py": CALC, "tests/test_calc.py": "from calc import add\n\n\ndef test_add():\n"
+                                                 "    assert add(1, 2) == 3\n"},
          ["create"]),
     Case("new_file_git_style", {},
          "diff --git a/pkg/__init__.py b/pkg/__init__.py\nnew file mode 100644\nindex 0000000..e69de29\n"
@@ -181,32 +197,39 @@ CASES = [
          "+++ /dev/null\n@@ -1 +0,0 @@\n-print('old')\n",
          {"calc.py": CALC, "old.py": None}, ["delete"]),
     Case("rename_with_edit", {"utils.py": "def helper():\n    return 1\n"},
-         "diff --git a/utils.py b/helpers.py\nsimilarity index 80%\nrename from utils.py\nrename to helpers.py\n"
+         "diff --git a/utils.py b/helpers.py\nsimilarity index 80%\nrename from utils.py\n"
+         "rename to helpers.py\n"
          "--- a/utils.py\n+++ b/helpers.py\n@@ -1,2 +1,2 @@\n def helper():\n-    return 1\n+    return 2\n",
          {"utils.py": None, "helpers.py": "def helper():\n    return 2\n"}, ["exact"]),
     Case("pure_rename", {"a.txt": "same\n"},
          "diff --git a/a.txt b/docs/a.txt\nsimilarity index 100%\nrename from a.txt\nrename to docs/a.txt\n",
          {"a.txt": None, "docs/a.txt": "same\n"}, []),
     Case("ambiguous_resolved_by_line_number", {"dup.py": DUP},
-         "--- a/dup.py\n+++ b/dup.py\n@@ -7,2 +7,2 @@\n     x = compute()\n-    return x\n+    return x + 1\n",
+         "--- a/dup.py\n+++ b/dup.py\n@@ -7,2 +7,2 @@\n     x = compute()\n-    return x\n"
+         "+    return x + 1\n",
          {"dup.py": DUP[: DUP.rindex("return x")] + "return x + 1\n"}, ["exact"]),
     Case("headers_without_ab_prefixes", {"src/app.py": "DEBUG = True\n"},
          "--- src/app.py\n+++ src/app.py\n@@ -1 +1 @@\n-DEBUG = True\n+DEBUG = False\n",
          {"src/app.py": "DEBUG = False\n"}, ["exact"]),
     Case("diff_u_timestamps", {"calc.py": CALC},
-         "--- calc.py\t2024-01-01 10:00:00.000000000 +0000\n+++ calc.py\t2024-01-02 10:00:00.000000000 +0000\n"
+         "--- calc.py\t2024-01-01 10:00:00.000000000 +0000\n"
+         "+++ calc.py\t2024-01-02 10:00:00.000000000 +0000\n"
          "@@ -1,3 +1,3 @@\n-import math\n+import math as m\n \n \n",
          {"calc.py": CALC.replace("import math\n", "import math as m\n")}, ["exact"]),
     Case("same_file_in_two_sections", {"calc.py": CALC},
-         "--- a/calc.py\n+++ b/calc.py\n@@ -4,2 +4,2 @@\n def add(a, b):\n-    return a + b\n+    return a + b  # 1\n"
-         "--- a/calc.py\n+++ b/calc.py\n@@ -8,2 +8,2 @@\n def sub(a, b):\n-    return a - b\n+    return a - b  # 2\n",
-         {"calc.py": CALC.replace("a + b\n", "a + b  # 1\n").replace("a - b\n", "a - b  # 2\n")}, ["exact", "exact"]),
+         "--- a/calc.py\n+++ b/calc.py\n@@ -4,2 +4,2 @@\n def add(a, b):\n-    return a + b\n"
+         "+    return a + b  # 1\n"
+         "--- a/calc.py\n+++ b/calc.py\n@@ -8,2 +8,2 @@\n def sub(a, b):\n-    return a - b\n"
+         "+    return a - b  # 2\n",
+         {"calc.py": CALC.replace("a + b\n", "a + b  # 1\n").replace("a - b\n", "a - b  # 2\n")},
+         ["exact", "exact"]),
     Case("append_at_end", {"calc.py": CALC},
          "--- a/calc.py\n+++ b/calc.py\n@@ -12,2 +12,6 @@\n def area(r):\n     return math.pi * r * r\n+\n+\n"
          "+def circumference(r):\n+    return 2 * math.pi * r\n",
          {"calc.py": CALC + "\n\ndef circumference(r):\n    return 2 * math.pi * r\n"}, ["exact"]),
     Case("prose_between_sections_bare_headers", {"calc.py": CALC},
-         "--- /dev/null\n+++ b/NOTES.md\n@@ @@\n+# Notes\n+- fixed sub\n\nNow the code:\n--- a/calc.py\n+++ b/calc.py\n"
+         "--- /dev/null\n+++ b/NOTES.md\n@@ @@\n+# Notes\n+- fixed sub\n\nNow the code:\n--- a/calc.py\n"
+         "+++ b/calc.py\n"
          "@@ @@\n def sub(a, b):\n-    return a - b\n+    return a - b  # ok\n\nThat's all.\n",
          {"NOTES.md": "# Notes\n- fixed sub\n", "calc.py": CALC.replace("a - b\n", "a - b  # ok\n")},
          ["create", "exact"]),
@@ -214,11 +237,13 @@ CASES = [
          "--- a/list.txt\n+++ b/list.txt\n@@ -2,0 +3 @@\n+b2\n",
          {"list.txt": "a\nb\nb2\nc\n"}, ["line-number"]),
     Case("bom_and_latin1_kept", {"bom.txt": b"\xef\xbb\xbfhello\nworld\n", "l1.txt": b"caf\xe9\nbar\n"},
-         "--- a/bom.txt\n+++ b/bom.txt\n@@ -2 +2 @@\n-world\n+there\n--- a/l1.txt\n+++ b/l1.txt\n@@ -1,2 +1,2 @@\n"
+         "--- a/bom.txt\n+++ b/bom.txt\n@@ -2 +2 @@\n-world\n+there\n--- a/l1.txt\n+++ b/l1.txt\n"
+         "@@ -1,2 +1,2 @@\n"
          " caf\u00e9\n-bar\n+baz\n",
          {"bom.txt": b"\xef\xbb\xbfhello\nthere\n", "l1.txt": b"caf\xe9\nbaz\n"}, ["exact", "exact"]),
     Case("index_line_names_the_file", {"calc.py": CALC},
-         "Index: calc.py\n===================================================================\n@@ -4,2 +4,2 @@\n"
+         "Index: calc.py\n===================================================================\n"
+         "@@ -4,2 +4,2 @@\n"
          " def add(a, b):\n-    return a + b\n+    return int(a) + int(b)\n",
          {"calc.py": CALC.replace("return a + b", "return int(a) + int(b)")}, ["exact"]),
 ]
@@ -252,7 +277,8 @@ def test_case(workspace, snapshot, case):
         assert [h.strategy for h in result.hunks] == case.strategies
     # Nothing else appeared (no temp files left behind).
     names = {os.path.relpath(os.path.join(d, f), ws.root) for d, _, fs in os.walk(ws.root) for f in fs}
-    assert names == {p for p, v in {**case.files, **case.expected}.items() if case.expected.get(p, v) is not None}
+    expected = {**case.files, **case.expected}
+    assert names == {p for p, v in expected.items() if case.expected.get(p, v) is not None}
 
 
 def test_mode_kept(workspace):
@@ -279,7 +305,8 @@ class Bad:
 
 BAD = [
     Bad("context_not_found", {"calc.py": CALC},
-        "--- a/calc.py\n+++ b/calc.py\n@@ -8,2 +8,2 @@\n def subtract(x, y):\n-    return x - y\n+    return y - x\n",
+        "--- a/calc.py\n+++ b/calc.py\n@@ -8,2 +8,2 @@\n def subtract(x, y):\n-    return x - y\n"
+        "+    return y - x\n",
         ["Hunk 1 of 1 for calc.py", "not found", "Closest lines in calc.py", "8 | def sub(a, b):",
          "No files were changed"]),
     Bad("ambiguous_without_line_numbers", {"dup.py": DUP},
@@ -315,19 +342,24 @@ BAD = [
         "@@ -4,2 +4,2 @@\n def add(a, b):\n-    return a + b\n+    return 2\n",
         ["Hunk 2 of 2", "not found"]),
     Bad("rename_onto_existing", {"a.py": "A = 1\n", "b.py": "B = 1\n"},
-        "diff --git a/a.py b/b.py\nrename from a.py\nrename to b.py\n--- a/a.py\n+++ b/b.py\n@@ -1 +1 @@\n-A = 1\n+A = 2\n",
+        "diff --git a/a.py b/b.py\nrename from a.py\nrename to b.py\n--- a/a.py\n+++ b/b.py\n@@ -1 +1 @@\n"
+        "-A = 1\n+A = 2\n",
         ["b.py already exists"]),
     Bad("binary_target", {"img.png": b"\x89PNG\r\n\x1a\n\x00\x00\x00"},
         "--- a/img.png\n+++ b/img.png\n@@ -1 +1 @@\n-x\n+y\n",
         ["binary"]),
-    Bad("fuzzy_but_ambiguous", {"dup.py": DUP.replace("def first", "def step_a").replace("def second", "def step_b")},
-        "--- a/dup.py\n+++ b/dup.py\n@@ @@\n def step_c():\n     x = compute()\n-    return x\n+    return 0\n",
+    Bad("fuzzy_but_ambiguous",
+        {"dup.py": DUP.replace("def first", "def step_a").replace("def second", "def step_b")},
+        "--- a/dup.py\n+++ b/dup.py\n@@ @@\n def step_c():\n     x = compute()\n-    return x\n"
+        "+    return 0\n",
         ["approximate matches are ambiguous", "lines 1, 6"]),
     Bad("removed_line_not_in_file", {"calc.py": CALC},
-        "--- a/calc.py\n+++ b/calc.py\n@@ -4,3 +4,3 @@\n def add(a, b):\n-    return a * b * c * d\n+    return 0\n \n",
+        "--- a/calc.py\n+++ b/calc.py\n@@ -4,3 +4,3 @@\n def add(a, b):\n-    return a * b * c * d\n"
+        "+    return 0\n \n",
         ["not found", "4 | def add(a, b):"]),
     Bad("binary_patch", {"logo.png": b"\x89PNG\r\n\x1a\n\x00"},
-        "diff --git a/logo.png b/logo.png\nindex 1234567..89abcde 100644\nBinary files a/logo.png and b/logo.png differ\n",
+        "diff --git a/logo.png b/logo.png\nindex 1234567..89abcde 100644\n"
+        "Binary files a/logo.png and b/logo.png differ\n",
         ["logo.png: binary patches are not supported"]),
     Bad("blank_only_context_far_from_its_line", {"b.txt": "a\n\n\nb\nc\nd\n"},
         "--- a/b.txt\n+++ b/b.txt\n@@ -5,1 +5,2 @@\n \n+new\n",
@@ -374,7 +406,8 @@ def test_failed_write_rolls_back(workspace, snapshot, monkeypatch):
 
     monkeypatch.setattr(patch_mod, "atomic_write", flaky)
     with pytest.raises(PatchError, match="disk full"):
-        apply_patch(ws, "--- a/a.py\n+++ b/a.py\n@@ -1 +1 @@\n-A = 1\n+A = 2\n--- a/b.py\n+++ b/b.py\n@@ -1 +1 @@\n"
+        apply_patch(ws, "--- a/a.py\n+++ b/a.py\n@@ -1 +1 @@\n-A = 1\n+A = 2\n--- a/b.py\n+++ b/b.py\n"
+                        "@@ -1 +1 @@\n"
                         "-B = 1\n+B = 2\n")
     assert snapshot(ws.root) == before
 
@@ -419,7 +452,8 @@ def test_parent_path_is_a_file(workspace, snapshot):
 def test_result_says_where_each_hunk_matched(workspace):
     """Hunks are placed by content: the result reports the real start line, not the diff's wrong numbers."""
     ws = workspace({"calc.py": CALC})
-    result = apply_patch(ws, "--- a/calc.py\n+++ b/calc.py\n@@ -1,2 +1,2 @@\n def sub(a, b):\n-    return a - b\n"
+    result = apply_patch(ws, "--- a/calc.py\n+++ b/calc.py\n@@ -1,2 +1,2 @@\n def sub(a, b):\n"
+                             "-    return a - b\n"
                              "+    return b - a\n@@ -40 +40 @@\n def area(r):\n-    return math.pi * r * r\n"
                              "+    return math.pi * r ** 2\n")
     assert [(h.file, h.index, h.start_line) for h in result.hunks] == [("calc.py", 0, 8), ("calc.py", 1, 12)]

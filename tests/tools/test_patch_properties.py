@@ -1,5 +1,6 @@
 """Property tests: difflib diffs of random edits apply exactly; model-style corruptions of them either apply
-exactly or are refused with a message and no file changed. 2,000 examples in all (600 + 500 + 700 + 200 SEARCH/REPLACE) (see diff_fuzz.py)."""
+exactly or are refused with a message and no file changed. 2,000 examples in all (600 + 500 + 700 + 200
+SEARCH/REPLACE); the generators are in deltaserve/testing/diff_fuzz.py."""
 
 from __future__ import annotations
 
@@ -11,7 +12,9 @@ from hypothesis import strategies as st
 
 from deltaserve.testing import diff_fuzz
 
-SETTINGS = dict(deadline=None, database=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
+SETTINGS = dict(
+    deadline=None, database=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large]
+)
 
 
 def _run(sc, diff):
@@ -41,8 +44,11 @@ def test_shifted_line_numbers_still_apply(sc, shift):
 
 
 @settings(max_examples=700, **SETTINGS)
-@given(diff_fuzz.scenarios(), st.lists(st.sampled_from(diff_fuzz.CORRUPTIONS), min_size=1, max_size=3, unique=True),
-       st.randoms(use_true_random=False))
+@given(
+    diff_fuzz.scenarios(),
+    st.lists(st.sampled_from(diff_fuzz.CORRUPTIONS), min_size=1, max_size=3, unique=True),
+    st.randoms(use_true_random=False),
+)
 def test_corrupted_diffs_apply_exactly_or_are_refused_cleanly(sc, kinds, rnd):
     diff = diff_fuzz.unified_diff(sc)
     if sc.context == 0 and "shift_numbers" in kinds:
@@ -88,7 +94,9 @@ def test_search_replace_applies_exactly(case):
     root = diff_fuzz.scratch_dir("sr-")
     try:
         (root / "f.py").write_bytes((nl.join(old) + (nl if final else "")).encode())
-        apply_search_replace(Workspace(root), "f.py", "\n".join(search) + "\n", "".join(r + "\n" for r in replace))
+        apply_search_replace(
+            Workspace(root), "f.py", "\n".join(search) + "\n", "".join(r + "\n" for r in replace)
+        )
         want = nl.join(new) + (nl if final and new else "")
         assert (root / "f.py").read_bytes() == want.encode()
     finally:

@@ -9,7 +9,9 @@ import pytest
 
 from deltaserve.tools.tests import parse_pytest_output, run_tests
 
-NO_PLUGINS = {"PYTEST_DISABLE_PLUGIN_AUTOLOAD": "1"}  # third-party plugin imports are slow and irrelevant here
+NO_PLUGINS = {
+    "PYTEST_DISABLE_PLUGIN_AUTOLOAD": "1"
+}  # third-party plugin imports are slow and irrelevant here
 
 
 def _alive(pid: int) -> bool:
@@ -60,7 +62,9 @@ def test_pytest_counts_and_failing_ids(workspace):
 
 def test_passing_suite_is_ok(workspace):
     ws = workspace({"test_a.py": "def test_a():\n    assert True\n"})
-    res = run_tests(ws, ["python", "-m", "pytest", "-q", "-p", "no:cacheprovider"], timeout=120, env=NO_PLUGINS)
+    res = run_tests(
+        ws, ["python", "-m", "pytest", "-q", "-p", "no:cacheprovider"], timeout=120, env=NO_PLUGINS
+    )
     assert res.ok and res.passed == 1 and res.failing_tests == []
     assert res.duration_s > 0
 
@@ -100,7 +104,8 @@ def test_background_children_do_not_outlive_a_normal_exit(workspace):
 
 def test_100mb_of_output_is_capped(workspace):
     ws = workspace({})
-    cmd = "python -c \"import sys; [sys.stdout.write('x' * 1023 + '\\n') for _ in range(100 * 1024)]; print('THE END')\""
+    cmd = ("python -c \"import sys; [sys.stdout.write('x' * 1023 + '\\n') for _ in range(100 * 1024)]; "
+           "print('THE END')\"")
     res = run_tests(ws, cmd, timeout=120, head_bytes=4000, tail_bytes=6000)
     assert res.exit_code == 0 and not res.timed_out
     assert res.output_truncated

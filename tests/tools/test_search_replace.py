@@ -57,15 +57,19 @@ def test_add():
 def test_parse_reply_with_prose_and_fences():
     blocks = parse_search_replace_blocks(REPLY)
     assert [b.path for b in blocks] == ["calc.py", "calc.py", "tests/test_calc.py"]
-    assert blocks[0] == SearchReplace("calc.py", "def add(a, b):\n    return a - b\n", "def add(a, b):\n    return a + b\n")
+    assert blocks[0] == SearchReplace(
+        "calc.py", "def add(a, b):\n    return a - b\n", "def add(a, b):\n    return a + b\n"
+    )
     assert blocks[2].search == ""
     assert blocks[2].replace.startswith("from calc import add\n")
 
 
 def test_block_without_filename_continues_previous_file():
-    text = "calc.py\n```\n<<<<<<< SEARCH\na\n=======\nb\n>>>>>>> REPLACE\n```\n\nThen this:\n```\n" \
-           "<<<<<<< SEARCH\nc\n=======\nd\n>>>>>>> REPLACE\n```\n\nutil.py\n```\n<<<<<<< SEARCH\ne\n=======\n" \
-           ">>>>>>> REPLACE\n```\n"
+    text = (
+        "calc.py\n```\n<<<<<<< SEARCH\na\n=======\nb\n>>>>>>> REPLACE\n```\n\nThen this:\n```\n"
+        "<<<<<<< SEARCH\nc\n=======\nd\n>>>>>>> REPLACE\n```\n\nutil.py\n```\n<<<<<<< SEARCH\ne\n=======\n"
+        ">>>>>>> REPLACE\n```\n"
+    )
     assert [(b.path, b.search, b.replace) for b in parse_search_replace_blocks(text)] == [
         ("calc.py", "a\n", "b\n"), ("calc.py", "c\n", "d\n"), ("util.py", "e\n", "")]
 
