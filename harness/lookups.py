@@ -13,6 +13,7 @@ import re
 from dataclasses import dataclass
 
 from deltaserve.harness.prompt import render_file
+from deltaserve.tools.files import grep
 
 MAX_VIEW_LINES = 200
 MAX_GREP_HITS = 50
@@ -63,6 +64,4 @@ def _view(lookup: Lookup, workspace, numbered: bool) -> str:
 
 
 def _grep(lookup: Lookup, workspace) -> str:
-    from deltaserve.tools.files import grep
-
     return f"{lookup}:\n" + grep(workspace, lookup.target, max_results=MAX_GREP_HITS)  # "path:line: text" lines
