@@ -194,106 +194,110 @@ class _Section:
     had_headers: bool = False
     hunks: list[tuple[int | None, list[str]]] = field(default_factory=list)
 
+    @property
+    def awaits_headers(self) -> bool:
+        """A `diff --git` entry still in its header lines (extended headers, then maybe ---/+++)."""
+        return self.git and not self.hunks and not self.had_headers
+
+
+def _git_extended_header(cur: _Section, line: str) -> bool:
+    """Apply one of a `diff --git` entry's extended header lines to `cur`; False if `line` is none."""
+    if line.startswith("new file mode"):
+        cur.old, cur.new_mode = None, line.split()[-1]
+    elif line.startswith("deleted file mode"):
+        cur.new = None
+    elif line.startswith("new mode"):
+        cur.new_mode = line.split()[-1]
+    elif line.startswith("rename from "):
+        cur.old = "a/" + line[len("rename from ") :].strip()
+    elif line.startswith("rename to "):
+        cur.new = "b/" + line[len("rename to ") :].strip()
+    elif line.startswith(("Binary files ", "GIT binary patch")):
+        raise DiffParseError(f"{_strip_ab(cur.new or cur.old)}: binary patches are not supported; "
+                             "edit text files only")
+    else:
+        return line.startswith(("index ", "old mode", "similarity index", "dissimilarity index"))
+    return True
+
+
+def _file_headers(lines: list[str], i: int, cur: _Section | None,
+                  sections: list[_Section]) -> tuple[_Section, int]:
+    """The section a `---`/`+++` header (pair) at line i starts or completes, and the line after it."""
+    line = lines[i]
+    has_pair = line.startswith("--- ") and i + 1 < len(lines) and lines[i + 1].startswith("+++ ")
+    old = _header_name(line) if line.startswith("--- ") else None
+    new = _header_name(lines[i + 1]) if has_pair else None
+    if not has_pair:
+        # One header only: the file is named once; "--- /dev/null" or "+++ /dev/null" alone is unclear.
+        name = _header_name(line)
+        if name is None:
+            raise DiffParseError(f"a lone header {line!r} without its partner line; write both "
+                                 "'--- a/path' and '+++ b/path'")
+        old = new = name
+    if cur is not None and cur.awaits_headers:
+        # Headers restating the git line: keep the git names, take /dev/null from here.
+        if line.startswith("--- ") and old is None:
+            cur.old = None
+        if has_pair and new is None:
+            cur.new = None
+        cur.had_headers = True
+    else:
+        cur = _Section(old, new, had_headers=True)
+        sections.append(cur)
+    return cur, i + (2 if has_pair else 1)
+
+
+def _hunk(lines: list[str], i: int, header: re.Match, cur: _Section) -> int:
+    """Add the hunk whose @@ header is line i to `cur`; the line after its body."""
+    j = i + 1
+    while j < len(lines) and not _is_boundary(lines, j):
+        j += 1
+    region = lines[i + 1 : j]
+    body = None
+    old_len = None
+    if header.group("s") is not None and header.group("t") is not None:
+        # "-S" without ",L" means one line, as in `diff` output.
+        old_len, new_len = int(header.group("sl") or 1), int(header.group("tl") or 1)
+        body = _body_by_counts(region, old_len, new_len)
+    if body is None:
+        body = _body_by_shape(region, may_anchor=cur.old is not None and bool(old_len))
+    body = [b if b else " " for b in body]
+    if any(b[:1] != "\\" for b in body):
+        # "-0,0" is a real position (insert at the top), so 0 is kept; no number at all is None.
+        start = int(header.group("s")) if header.group("s") is not None else None
+        cur.hunks.append((start, body))
+    return j
+
 
 def _scan(lines: list[str], hint: str | None, sections: list[_Section]) -> None:
     cur: _Section | None = None
-    pending = hint
+    pending = hint  # a file named on a line of its own, for hunks that come without headers
     i = 0
     while i < len(lines):
         line = lines[i]
-        m = _GIT_HEADER.match(line)
-        if m:
-            old, new = _git_names(m.group("rest"))
-            cur = _Section(old, new, git=True)
+        git = _GIT_HEADER.match(line)
+        header = _HUNK_HEADER.match(line) if line.startswith("@@") else None
+        if git:
+            cur = _Section(*_git_names(git.group("rest")), git=True)
             sections.append(cur)
-            i += 1
+        elif cur is not None and cur.awaits_headers and _git_extended_header(cur, line):
+            pass
+        elif line.startswith(("--- ", "+++ ")):
+            cur, i = _file_headers(lines, i, cur, sections)
             continue
-        if cur is not None and cur.git and not cur.hunks and not cur.had_headers:
-            if line.startswith("new file mode"):
-                cur.old, cur.new_mode = None, line.split()[-1]
-                i += 1
-                continue
-            if line.startswith("deleted file mode"):
-                cur.new = None
-                i += 1
-                continue
-            if line.startswith("new mode"):
-                cur.new_mode = line.split()[-1]
-                i += 1
-                continue
-            if line.startswith("rename from "):
-                cur.old = "a/" + line[len("rename from ") :].strip()
-                i += 1
-                continue
-            if line.startswith("rename to "):
-                cur.new = "b/" + line[len("rename to ") :].strip()
-                i += 1
-                continue
-            if line.startswith(("Binary files ", "GIT binary patch")):
-                raise DiffParseError(f"{_strip_ab(cur.new or cur.old)}: binary patches are not supported; "
-                                     "edit text files only")
-            if line.startswith(("index ", "old mode", "similarity index", "dissimilarity index")):
-                i += 1
-                continue
-        if line.startswith("--- ") or line.startswith("+++ "):
-            has_pair = line.startswith("--- ") and i + 1 < len(lines) and lines[i + 1].startswith("+++ ")
-            old = _header_name(line) if line.startswith("--- ") else None
-            new = _header_name(lines[i + 1]) if has_pair else None
-            if not has_pair:
-                # One header only: the file is named once; "--- /dev/null" or "+++ /dev/null" alone is
-                # unclear.
-                name = _header_name(line)
-                if name is None:
-                    raise DiffParseError(f"a lone header {line!r} without its partner line; write both "
-                                         "'--- a/path' and '+++ b/path'")
-                old = new = name
-            if cur is not None and cur.git and not cur.hunks and not cur.had_headers:
-                # Headers restating the git line: keep the git names, take /dev/null from here.
-                if line.startswith("--- ") and _header_name(line) is None:
-                    cur.old = None
-                if has_pair and _header_name(lines[i + 1]) is None:
-                    cur.new = None
-                cur.had_headers = True
-            else:
-                cur = _Section(old, new, had_headers=True)
-                sections.append(cur)
-            i += 2 if has_pair else 1
-            continue
-        hm = _HUNK_HEADER.match(line) if line.startswith("@@") else None
-        if hm:
+        elif header:
             if cur is None:
                 if pending is None:
                     raise DiffParseError(
                         "a hunk (@@ line) comes before any file name; start each file's changes with "
                         "'--- a/path' and '+++ b/path' lines")
-                cur = _Section(pending, pending)
+                cur, pending = _Section(pending, pending), None
                 sections.append(cur)
-                pending = None
-            j = i + 1
-            while j < len(lines) and not _is_boundary(lines, j):
-                j += 1
-            region = lines[i + 1 : j]
-            body = None
-            old_len = None
-            if hm.group("s") is not None and hm.group("t") is not None:
-                # "-S" without ",L" means one line, as in `diff` output.
-                old_len, new_len = int(hm.group("sl") or 1), int(hm.group("tl") or 1)
-                body = _body_by_counts(region, old_len, new_len)
-            if body is None:
-                body = _body_by_shape(region, may_anchor=cur.old is not None and bool(old_len))
-            body = [b if b else " " for b in body]
-            if any(b[:1] != "\\" for b in body):
-                # "-0,0" is a real position (insert at the top), so 0 is kept; no number at all is None.
-                start = int(hm.group("s")) if hm.group("s") is not None else None
-                cur.hunks.append((start, body))
-            i = j
+            i = _hunk(lines, i, header, cur)
             continue
-        if _is_fence(line):
+        elif _is_fence(line):
             cur = None
-            i += 1
-            continue
-        name = looks_like_path(line)
-        if name is not None:
+        elif (name := looks_like_path(line)) is not None:
             pending = name
             if cur is not None and not cur.git:
                 cur = None  # a new filename line starts a new file
