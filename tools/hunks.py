@@ -337,8 +337,9 @@ def _locate_ignoring_blank_lines(file_lines: list[str], hunk: Hunk, taken, hint:
     return Match(start, end - start, "blank-lines", shift, align=align)
 
 
-def locate(file_lines: list[str], hunk: Hunk, taken: list[tuple[int, int]], hint: int | None) -> Match:
-    """Find where `hunk` applies in `file_lines` (0-based `hint`), avoiding ranges already `taken`."""
+def _locate_by_line_number(file_lines: list[str], hunk: Hunk, taken: list[tuple[int, int]],
+                           hint: int | None) -> Match:
+    """Place a hunk that has no content to find it by (no source lines, or only blank ones)."""
     src = hunk.source
     n = len(src)
     if n == 0:
@@ -352,28 +353,23 @@ def locate(file_lines: list[str], hunk: Hunk, taken: list[tuple[int, int]], hint
         if _overlaps(pos, 0, taken):
             raise HunkError("it inserts inside a region another hunk already changes")
         return Match(pos, 0, "line-number")
-    if not any(t.strip() for t in src):
-        # Only blank context: blank lines are everywhere, so content cannot place it; the line number can,
-        # if the file has blank lines there too.
-        if (
-            hint is not None
-            and hint + n <= len(file_lines)
-            and not any(x.strip() for x in file_lines[hint : hint + n])
-            and not _overlaps(hint, n, taken)
-        ):
-            return Match(hint, n, "line-number")
-        raise HunkError(
-            "its context/removed lines are all blank, so only its @@ line number could place it, and "
-            "the file has no blank lines there; include some non-blank unchanged lines",
-            closest_excerpt(file_lines, src),
-        )
-    if n > len(file_lines):
-        raise HunkError(f"it expects {n} source lines but the file has only {len(file_lines)}",
-                        closest_excerpt(file_lines, src))
+    # Only blank context: blank lines are everywhere, so content cannot place it; the line number can,
+    # if the file has blank lines there too.
+    if (hint is not None and hint + n <= len(file_lines)
+            and not any(x.strip() for x in file_lines[hint : hint + n]) and not _overlaps(hint, n, taken)):
+        return Match(hint, n, "line-number")
+    raise HunkError("its context/removed lines are all blank, so only its @@ line number could place it, and "
+                    "the file has no blank lines there; include some non-blank unchanged lines",
+                    closest_excerpt(file_lines, src))
 
+
+def _locate_by_key(file_lines: list[str], hunk: Hunk, taken: list[tuple[int, int]],
+                   hint: int | None) -> Match | None:
+    """The exact, rstrip or indent match (tried in that order), or None."""
+    n = len(hunk.source)
     for strategy, key in (("exact", _key_exact), ("rstrip", _key_rstrip), ("indent", _key_strip)):
         keys_file = [key(x) for x in file_lines]
-        cands = _runs(keys_file, [key(x) for x in src], taken)
+        cands = _runs(keys_file, [key(x) for x in hunk.source], taken)
         if strategy == "indent":
             cands = [c for c in cands if _shift_for_added(hunk, file_lines[c : c + n]) is not None]
         if not cands:
@@ -381,11 +377,13 @@ def locate(file_lines: list[str], hunk: Hunk, taken: list[tuple[int, int]], hint
         start = _pick(cands, hint, "context/removed", n)
         shift = _shift_for_added(hunk, file_lines[start : start + n]) if strategy == "indent" else Shift()
         return Match(start, n, strategy, shift or Shift())
+    return None
 
-    m = _locate_ignoring_blank_lines(file_lines, hunk, taken, hint)
-    if m is not None:
-        return m
 
+def _locate_fuzzy(file_lines: list[str], hunk: Hunk, taken: list[tuple[int, int]]) -> Match:
+    """The one window that approximately matches the hunk's source, or a HunkError saying why none does."""
+    src = hunk.source
+    n = len(src)
     closest = closest_excerpt(file_lines, src)
     if sum(1 for s in src if s.strip()) < FUZZY_MIN_LINES:
         raise HunkError("its context/removed lines were not found in the file (exact or ignoring whitespace)",
@@ -393,28 +391,35 @@ def locate(file_lines: list[str], hunk: Hunk, taken: list[tuple[int, int]], hint
     scores = _window_scores(file_lines, hunk, taken)
     good = sorted((s for s in scores if s[0] >= FUZZY_THRESHOLD), reverse=True)
     if not good:
-        raise HunkError(
-            "its context/removed lines were not found in the file, not even approximately", closest
-        )
+        raise HunkError("its context/removed lines were not found in the file, not even approximately",
+                        closest)
     best_score, best = good[0]
-    rivals = [
-        i for s, i in good[1:] if s >= best_score - FUZZY_MARGIN and (s == best_score or abs(i - best) >= n)
-    ]
+    rivals = [i for s, i in good[1:]
+              if s >= best_score - FUZZY_MARGIN and (s == best_score or abs(i - best) >= n)]
     if rivals:
         lines = ", ".join(str(i + 1) for i in sorted([best, *rivals])[:12])
         raise HunkError(
             f"its context/removed lines were not found exactly, and approximate matches are ambiguous "
             f"(lines {lines}); copy the lines exactly from the file", closest)
-    window = file_lines[best : best + n]
-    shift = _shift_for_added(hunk, window)
+    shift = _shift_for_added(hunk, file_lines[best : best + n])
     if shift is None:
-        raise HunkError(
-            f"it roughly matches lines {best + 1}-{best + n}, but its indentation differs from the "
-            "file's in no consistent way, so the added lines' indentation would be a guess; copy "
-            "the lines exactly from the file",
-            closest,
-        )
+        raise HunkError(f"it roughly matches lines {best + 1}-{best + n}, but its indentation differs from "
+                        "the file's in no consistent way, so the added lines' indentation would be a guess; "
+                        "copy the lines exactly from the file", closest)
     return Match(best, n, "fuzzy", shift, best_score)
+
+
+def locate(file_lines: list[str], hunk: Hunk, taken: list[tuple[int, int]], hint: int | None) -> Match:
+    """Find where `hunk` applies in `file_lines` (0-based `hint`), avoiding ranges already `taken`."""
+    src = hunk.source
+    if not any(t.strip() for t in src):
+        return _locate_by_line_number(file_lines, hunk, taken, hint)
+    if len(src) > len(file_lines):
+        raise HunkError(f"it expects {len(src)} source lines but the file has only {len(file_lines)}",
+                        closest_excerpt(file_lines, src))
+    return (_locate_by_key(file_lines, hunk, taken, hint)
+            or _locate_ignoring_blank_lines(file_lines, hunk, taken, hint)
+            or _locate_fuzzy(file_lines, hunk, taken))
 
 
 def apply_hunks(file_lines: list[str], file_endings: list[str], hunks: list[Hunk]):

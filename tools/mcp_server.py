@@ -58,11 +58,8 @@ def build_server(root: str | os.PathLike[str], test_command: str = tests.DEFAULT
         """List files (honouring .gitignore); `pattern` is a glob such as '*.py' or 'src/*.py'."""
         found = files.list_files(ws, pattern)
         shown = found[:MAX_LISTED_FILES]
-        note = (
-            f"\n[{len(found) - len(shown)} more files not listed; give a pattern]"
-            if len(found) > len(shown)
-            else ""
-        )
+        hidden = len(found) - len(shown)
+        note = f"\n[{hidden} more files not listed; give a pattern]" if hidden else ""
         return ("\n".join(shown) or "no files") + note
 
     @mcp.tool()
@@ -93,11 +90,9 @@ def build_server(root: str | os.PathLike[str], test_command: str = tests.DEFAULT
     @mcp.tool()
     @_model_errors
     def run_tests(command: str | None = None, timeout_s: float | None = None) -> str:
-        """Run the test command (default: the server's) in the workspace; returns counts, failing tests and
-        output."""
-        res = tests.run_tests(
-            ws, command or test_command, timeout=min(timeout_s or test_timeout, test_timeout)
-        )
+        """Run the test command (default: the server's) in the workspace: counts, failing tests, output."""
+        timeout = min(timeout_s or test_timeout, test_timeout)
+        res = tests.run_tests(ws, command or test_command, timeout=timeout)
         return f"{res.summary()}\nduration {res.duration_s:.1f}s\n\n{res.output}"
 
     return mcp
