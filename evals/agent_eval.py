@@ -14,10 +14,16 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from rich.console import Console
+
 from deltaserve.evals.check_tasks import TEST_ENV, copy_repo, test_command
+from deltaserve.evals.progress import progress_bar
 from deltaserve.evals.report import write_report
 from deltaserve.evals.results import append_row, load_rows, rows_of
 from deltaserve.evals.task_suite import Task, load_tasks
+from deltaserve.harness import Agent
+from deltaserve.tools.tests import run_tests
+from deltaserve.tools.workspace import Workspace
 
 
 @dataclass
@@ -60,12 +66,6 @@ def restore_tests(task: Task, repo: Path) -> None:
 
 
 def run_one(task: Task, model: str, fmt: str, config: AgentEvalConfig, logs: Path) -> dict:
-    from rich.console import Console
-
-    from deltaserve.harness import Agent
-    from deltaserve.tools.tests import run_tests
-    from deltaserve.tools.workspace import Workspace
-
     row = {"kind": "agent", "task": task.id, "model": model, "format": fmt, "solved": False, "steps": 0,
            "prompt_tokens": 0, "cached_tokens": None, "completion_tokens": 0, "whole_file_tokens": 0,
            "decode_saved": 0, "decode_passes": None, "est_seconds_saved": None, "stopped": "", "error": None}
@@ -98,17 +98,15 @@ def run_one(task: Task, model: str, fmt: str, config: AgentEvalConfig, logs: Pat
 
 def run_agent_eval(config: AgentEvalConfig) -> dict:
     """Run every task x model x format not already in out_dir/results.jsonl; then write the report."""
-    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
-
     tasks = load_tasks(config.tasks_dir, config.task_ids)
     out_dir = Path(config.out_dir)
     logs = out_dir / "runs"
     logs.mkdir(parents=True, exist_ok=True)
     results = out_dir / "results.jsonl"
     done = done_runs(results)
-    todo = [(t, m, f) for t in tasks for m in config.models for f in config.formats if (t.id, m, f) not in done]
-    columns = (TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn())
-    with Progress(*columns, disable=not config.progress) as progress:
+    todo = [(t, m, f) for t in tasks for m in config.models for f in config.formats
+            if (t.id, m, f) not in done]
+    with progress_bar(config.progress) as progress:
         bar = progress.add_task("agent eval", total=len(todo))
         for task, model, fmt in todo:
             progress.update(bar, description=f"{task.id} · {model} · {fmt}")

@@ -15,6 +15,8 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from rich.table import Table
+
 from deltaserve.evals.task_suite import Task
 from deltaserve.tools.patch import PatchError, apply_patch
 from deltaserve.tools.tests import run_tests
@@ -71,7 +73,8 @@ def check_task(task: Task) -> TaskCheck:
             result.problems.append("tests pass before the gold patch")
         elif not _same_ids(task.spec.failing_tests, before.failing_tests):
             result.problems.append(
-                f"failing before: expected {sorted(task.spec.failing_tests)}, got {sorted(before.failing_tests)}"
+                f"failing before: expected {sorted(task.spec.failing_tests)}, "
+                f"got {sorted(before.failing_tests)}"
             )
         try:
             apply_patch(ws, task.gold_diff)
@@ -95,8 +98,6 @@ def check_tasks(tasks: list[Task], workers: int = 2) -> list[TaskCheck]:
 
 def render_table(checks: list[TaskCheck]):
     """A rich Table: one row per task."""
-    from rich.table import Table
-
     table = Table(title="task suite check")
     for col in ("task", "ok", "failing before", "passed after", "s", "problems"):
         table.add_column(col, overflow="fold")

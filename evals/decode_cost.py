@@ -20,9 +20,13 @@ import uuid
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from unidiff import PatchSet
+
+from deltaserve.engine import Engine, SamplingParams
 from deltaserve.errors import EvalError
 from deltaserve.evals.check_tasks import TEST_ENV, copy_repo, test_command
 from deltaserve.evals.gold_replies import gold_replies
+from deltaserve.evals.progress import progress_bar
 from deltaserve.evals.report import decode_summary, render_markdown, write_report
 from deltaserve.evals.results import append_row, load_rows
 from deltaserve.evals.task_suite import Task, load_tasks
@@ -30,6 +34,8 @@ from deltaserve.evals.transcript import replay_transcript, step1_prompt
 from deltaserve.harness import context
 from deltaserve.harness.formats import whole
 from deltaserve.harness.prompt import Prompt
+from deltaserve.tools.tests import run_tests
+from deltaserve.tools.workspace import Workspace
 
 FORMATS = ["whole", "udiff", "search_replace"]
 CALIBRATION_TOKENS = 16
@@ -50,7 +56,7 @@ class DecodeCostConfig:
     replay_off_tasks: int | None = None  # tasks that also get the cache-off replay (None: all replayed tasks)
     speculative: bool | None = None
     dtype: str = "auto"
-    threads: int | None = None  # CPU threads for torch (None: the engine's default); 1 is steadier on a busy box
+    threads: int | None = None  # torch CPU threads (None: the engine's default); 1 is steadier on a busy box
     out_dir: Path = Path("runs/decode-cost")
     tasks_dir: Path | None = None
     progress: bool = True
@@ -73,16 +79,14 @@ class PreparedTask:
 
 
 def prepare_task(task: Task, formats: list[str], tmp: Path):
-    from deltaserve.tools.tests import run_tests
-    from deltaserve.tools.workspace import Workspace
-
     repo = copy_repo(task, tmp / task.id)
     ws = Workspace(repo)
     command = test_command(task)
     tests = run_tests(ws, command, env=TEST_ENV)
     edit, replies = gold_replies(ws, task.gold_diff, formats)
     edited_path = max(edit.before, key=lambda p: len(edit.before[p].splitlines()))
-    return PreparedTask(task, repo, ws, tests, command, edited_path, edit.edited_file_lines, replies, edit.before)
+    return PreparedTask(task, repo, ws, tests, command, edited_path, edit.edited_file_lines, replies,
+                        edit.before)
 
 
 def pick_quick(prepared_sizes: dict[str, int], count: int = len(QUICK_TARGET_LINES)) -> list[str]:
@@ -107,8 +111,6 @@ def spread(ids: list[str], count: int | None) -> list[str]:
 
 def edited_sizes(tasks: list[Task]) -> dict[str, int]:
     """Edited-file line counts from each gold diff's pre-image (no workspace needed)."""
-    from unidiff import PatchSet
-
     sizes = {}
     for task in tasks:
         paths = [pf.source_file[2:] if pf.source_file.startswith("a/") else pf.source_file
@@ -154,8 +156,6 @@ def force(engine, prompt_ids: list[int], reply_ids: list[int], cap: int | None, 
           prediction: str | None = None):
     """Teacher-force `reply_ids` (or its first `cap` tokens) after the prompt; (output, tokens forced).
     With speculation on, drafts (from the prompt, or `prediction`) are verified against the forced tokens."""
-    from deltaserve.engine import SamplingParams
-
     room = engine.max_model_len - len(prompt_ids)
     if room < 2:
         raise EvalError(f"prompt of {len(prompt_ids)} tokens leaves no room in {engine.max_model_len}")
@@ -167,8 +167,6 @@ def force(engine, prompt_ids: list[int], reply_ids: list[int], cap: int | None, 
 
 def seconds_per_token(engine, prompt_ids: list[int], cache_salt: str | None = None) -> float:
     """Free-running greedy decode after the prompt (prefix already cached): measured seconds per token."""
-    from deltaserve.engine import SamplingParams
-
     n = min(CALIBRATION_TOKENS, engine.max_model_len - len(prompt_ids) - 1)
     params = SamplingParams(max_tokens=max(2, n), temperature=0.0, ignore_eos=True)
     out = run_request(engine, prompt_ids, params, cache_salt=cache_salt)
@@ -193,8 +191,9 @@ def prompts_at(engine, prep: PreparedTask, formats: list[str], scale: float) -> 
 
 
 def fitting_scale(engine, build, room: int) -> float | None:
-    """The largest context scale (1, 0.8, 0.64, ...) at which every prompt `build(scale)` returns leaves `room`
-    tokens free in the model's context: the harness's context caps, shrunk only as far as the model needs."""
+    """The largest context scale (1, 0.8, 0.64, ...) at which every prompt `build(scale)` returns leaves
+    `room` tokens free in the model's context: the harness's context caps, shrunk only as far as the model
+    needs."""
     return context.fitting_scale(lambda sc: all(len(ids) + room <= engine.max_model_len for ids in build(sc)))
 
 
@@ -208,7 +207,8 @@ def measure_task(engine, prep: PreparedTask, formats: list[str], cap: int | None
     scale = fitting_scale(engine, lambda sc: prompts_at(engine, prep, formats, sc).values(), room)
     if scale is None:
         for fmt in formats:
-            yield skipped_row(prep, fmt, model, f"no prompt fits the model's {engine.max_model_len}-token context")
+            reason = f"no prompt fits the model's {engine.max_model_len}-token context"
+            yield skipped_row(prep, fmt, model, reason)
         return
     prompts = prompts_at(engine, prep, formats, scale)
     for fmt in formats:
@@ -227,7 +227,8 @@ def measure_task(engine, prep: PreparedTask, formats: list[str], cap: int | None
             "cached_tokens": m.cached_tokens, "prefill_tokens_computed": m.prefill_tokens_computed,
             "reply_tokens": len(reply_ids), "completion_tokens": m.completion_tokens,
             "capped": forced < len(reply_ids), "decode_passes": m.decode_passes,
-            "accepted_draft_tokens": m.accepted_draft_tokens, "rejected_draft_tokens": m.rejected_draft_tokens,
+            "accepted_draft_tokens": m.accepted_draft_tokens,
+            "rejected_draft_tokens": m.rejected_draft_tokens,
             "ttft_s": m.ttft_s, "prefill_s": m.prefill_s, "decode_s": m.decode_s, "s_per_token": s_per_token,
             "predicted_decode_s": s_per_token * _decode_steps(m.completion_tokens),
             "forced_matches": list(out.token_ids) == reply_ids[:forced], "prediction": prediction is not None,
@@ -244,8 +245,8 @@ def replay_task(engine, prep: PreparedTask, model: str, with_off: bool = True) -
     steps = replay_transcript(prep.workspace, prep.edited_path, prep.replies["udiff"])
 
     def transcript(scale: float) -> Prompt:
-        return step1_prompt(prep.workspace, "udiff", prep.task.spec.description, prep.test_command, prep.tests,
-                            scale)
+        return step1_prompt(prep.workspace, "udiff", prep.task.spec.description, prep.test_command,
+                            prep.tests, scale)
 
     def step_prompts(scale: float) -> list[list[int]]:
         prompt, out = transcript(scale), []
@@ -275,7 +276,8 @@ def replay_task(engine, prep: PreparedTask, model: str, with_off: bool = True) -
             rows.append({
                 "kind": "replay", "task": prep.task.id, "model": model, "format": "udiff", "step": number,
                 "cache": cache, "prompt_tokens": m.prompt_tokens, "cached_tokens": m.cached_tokens,
-                "prefill_tokens_computed": m.prefill_tokens_computed, "ttft_s": m.ttft_s, "prefill_s": m.prefill_s,
+                "prefill_tokens_computed": m.prefill_tokens_computed, "ttft_s": m.ttft_s,
+                "prefill_s": m.prefill_s,
                 "completion_tokens": m.completion_tokens, "context_scale": scale,
             })
             prompt.add_reply(step.reply)
@@ -285,8 +287,6 @@ def replay_task(engine, prep: PreparedTask, model: str, with_off: bool = True) -
 
 
 def load_engine(config: DecodeCostConfig):
-    from deltaserve.engine import Engine
-
     kwargs = {"dtype": config.dtype, "enable_prefix_caching": True, **config.engine_kwargs}
     if config.threads is not None:
         kwargs["num_threads"] = config.threads
@@ -295,15 +295,19 @@ def load_engine(config: DecodeCostConfig):
     return Engine.from_pretrained(config.model, **kwargs)
 
 
-def _progress(enabled: bool):
-    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+@dataclass
+class EvalPlan:
+    """What one run measures: which formats and tasks, the reply cap, which tasks are replayed (and of
+    those, which also with the cache off)."""
 
-    return Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
-                    disable=not enabled)
+    formats: list[str]
+    tasks: list[Task]
+    cap: int | None
+    replay_ids: list[str]
+    off_ids: set[str]
 
 
-def run_decode_cost_eval(config: DecodeCostConfig, engine=None) -> dict:
-    """Run the eval; write results.jsonl, report.md and plots into config.out_dir; return the summary."""
+def plan_eval(config: DecodeCostConfig) -> EvalPlan:
     formats = config.formats or FORMATS
     unknown = [f for f in formats if f not in FORMATS]
     if unknown:
@@ -312,16 +316,20 @@ def run_decode_cost_eval(config: DecodeCostConfig, engine=None) -> dict:
     cap = config.max_reply_tokens
     if config.quick:
         if config.task_ids is None:
-            sizes = edited_sizes(tasks)
-            picked = pick_quick(sizes)
+            picked = pick_quick(edited_sizes(tasks))
             tasks = [t for t in tasks if t.id in picked]
         cap = cap or QUICK_MAX_REPLY_TOKENS
     replay_ids = [t.id for t in tasks[:QUICK_REPLAY_TASKS]] if config.quick else spread(
         [t.id for t in tasks], config.replay_tasks)
     if not config.replay:
         replay_ids = []
-    off_ids = set(spread(replay_ids, config.replay_off_tasks))
+    return EvalPlan(formats, tasks, cap, replay_ids, set(spread(replay_ids, config.replay_off_tasks)))
 
+
+def run_decode_cost_eval(config: DecodeCostConfig, engine=None) -> dict:
+    """Run the eval; write results.jsonl, report.md and plots into config.out_dir; return the summary."""
+    plan = plan_eval(config)
+    formats, tasks, replay_ids = plan.formats, plan.tasks, plan.replay_ids
     out_dir = Path(config.out_dir)
     out_dir.mkdir(parents=True, exist_ok=True)
     results = out_dir / "results.jsonl"
@@ -332,7 +340,7 @@ def run_decode_cost_eval(config: DecodeCostConfig, engine=None) -> dict:
     salt = f"decode-cost-{uuid.uuid4().hex}"
     tmp = Path(tempfile.mkdtemp(prefix="decode-cost-"))
     try:
-        with _progress(config.progress) as progress:
+        with progress_bar(config.progress) as progress:
             bar = progress.add_task("decode cost", total=len(tasks) * len(formats) + 6 * len(replay_ids))
             for task in tasks:
                 progress.update(bar, description=f"{task.id}: prepare")
@@ -344,12 +352,12 @@ def run_decode_cost_eval(config: DecodeCostConfig, engine=None) -> dict:
                     progress.advance(bar, len(formats) + (6 if task.id in replay_ids else 0))
                     continue
                 progress.update(bar, description=f"{task.id}: forced decode")
-                for row in measure_task(engine, prep, formats, cap, model, speculative, salt):
+                for row in measure_task(engine, prep, formats, plan.cap, model, speculative, salt):
                     append_row(results, row)
                     progress.advance(bar)
                 if task.id in replay_ids:
                     progress.update(bar, description=f"{task.id}: replay")
-                    replay_rows = replay_task(engine, prep, model, with_off=task.id in off_ids)
+                    replay_rows = replay_task(engine, prep, model, with_off=task.id in plan.off_ids)
                     for row in replay_rows:
                         append_row(results, row)
                     progress.advance(bar, 6)

@@ -97,7 +97,8 @@ def search_replace_reply(edit: GoldEdit) -> str:
             raise GoldReplyError(f"{path}: search_replace cannot create or delete files")
         for search, replace in _blocks(edit.before[path].splitlines(), after.splitlines()):
             search_text, replace_text = "\n".join(search), "\n".join(replace)
-            blocks.append(f"{path}\n```\n<<<<<<< SEARCH\n{search_text}\n=======\n{replace_text}\n>>>>>>> REPLACE\n```")
+            blocks.append(f"{path}\n```\n<<<<<<< SEARCH\n{search_text}\n=======\n{replace_text}\n"
+                          ">>>>>>> REPLACE\n```")
     return "\n\n".join(blocks)
 
 
@@ -113,7 +114,8 @@ def _check_round_trip(name: str, reply: str, workspace, edit: GoldEdit) -> None:
         raise GoldReplyError(f"the {name} gold reply does not reproduce the gold patch in {bad}")
 
 
-def gold_replies(workspace, gold_diff: str, names: list[str] | None = None) -> tuple[GoldEdit, dict[str, str]]:
+def gold_replies(workspace, gold_diff: str,
+                 names: list[str] | None = None) -> tuple[GoldEdit, dict[str, str]]:
     """The gold edit and, per format name, its gold reply text (each verified by round trip)."""
     edit = gold_edit(workspace, gold_diff)
     udiff = udiff_reply(gold_diff)

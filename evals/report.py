@@ -103,7 +103,8 @@ def decode_table(rows: list[dict]) -> str:
                 line += ["-", "-", "-"]
                 continue
             star = "*" if r.get("capped") else ""
-            line += [_fmt(r["reply_tokens"]) + star, _fmt(r["decode_passes"]) + star, _fmt(full_decode_s(r)) + star]
+            line += [_fmt(r["reply_tokens"]) + star, _fmt(r["decode_passes"]) + star,
+                     _fmt(full_decode_s(r)) + star]
             cols[f"{f} tok"].append(r["reply_tokens"])
             cols[f"{f} passes"].append(r["decode_passes"])
             cols[f"{f} decode s"].append(full_decode_s(r))
@@ -126,18 +127,24 @@ def decode_table(rows: list[dict]) -> str:
 
     medians = ["**median**"] + [median_cell(h) if cols[h] else "-" for h in header[1:]]
     body.append(medians)
-    text = _md_table(header, body)
-    scales = [r["context_scale"] for r in rows_of(rows, "decode_cost") if r.get("context_scale", 1.0) < 1.0]
+    return _md_table(header, body) + _decode_footnotes(rows_of(rows, "decode_cost"))
+
+
+def _decode_footnotes(decode_rows: list[dict]) -> str:
+    """What the table's `†` (context shrunk) and `*` (reply capped) marks mean, for the marks it uses."""
+    text = ""
+    scales = [r["context_scale"] for r in decode_rows if r.get("context_scale", 1.0) < 1.0]
     if scales:
         text += (
-            "\n\n`†` the harness's repository-context caps were shrunk (to x"
-            f"{min(scales):.2f} at most) so the step-1 prompt fits the model's context with room for the reply."
+            f"\n\n`†` the harness's repository-context caps were shrunk (to x{min(scales):.2f} at most) "
+            "so the step-1 prompt fits the model's context with room for the reply."
         )
-    if any(r.get("capped") for r in rows_of(rows, "decode_cost")):
+    if any(r.get("capped") for r in decode_rows):
         text += (
-            "\n\n`*` capped: the reply did not fit the model's context (or the --max-reply-tokens cap), so only its "
-            "first tokens were force-decoded; tokens are the full reply's count (exact, from the tokenizer) "
-            "and seconds are scaled up linearly from the decoded part. Passes are those actually run."
+            "\n\n`*` capped: the reply did not fit the model's context (or the --max-reply-tokens cap), so "
+            "only its first tokens were force-decoded; tokens are the full reply's count (exact, from the "
+            "tokenizer) and seconds are scaled up linearly from the decoded part. Passes are those actually "
+            "run."
         )
     return text
 
@@ -161,7 +168,8 @@ def crosscheck_table(rows: list[dict]) -> str:
                 _fmt(_median(_ratio(r["predicted_decode_s"], r["decode_s"]) for r in rs)),
             ]
         )
-    header = ["format", "rows", "median ms/token (free run)", "predicted s", "forced s", "median predicted/forced"]
+    header = ["format", "rows", "median ms/token (free run)", "predicted s", "forced s",
+              "median predicted/forced"]
     return _md_table(header, body)
 
 
@@ -255,12 +263,13 @@ def agent_table(rows: list[dict]) -> str:
     header = list(summary[0])
     body = [[_fmt(v, 1) if not isinstance(v, str) else v for v in s.values()] for s in summary]
     per_run = _md_table(
-        ["task", "model", "format", "solved", "steps", "prompt", "cached", "completion", "decode saved", "wall s", "error"],
+        ["task", "model", "format", "solved", "steps", "prompt", "cached", "completion", "decode saved",
+         "wall s", "error"],
         [
             [
-                r["task"], r["model"], r["format"], _fmt(bool(r["solved"])), str(r["steps"]), _fmt(r["prompt_tokens"]),
-                _fmt(r["cached_tokens"]), _fmt(r["completion_tokens"]), _fmt(r["decode_saved"]), _fmt(r["wall_s"], 1),
-                (r.get("error") or "")[:80],
+                r["task"], r["model"], r["format"], _fmt(bool(r["solved"])), str(r["steps"]),
+                _fmt(r["prompt_tokens"]), _fmt(r["cached_tokens"]), _fmt(r["completion_tokens"]),
+                _fmt(r["decode_saved"]), _fmt(r["wall_s"], 1), (r.get("error") or "")[:80],
             ]
             for r in agent_runs(rows)
         ],
@@ -272,6 +281,7 @@ def agent_table(rows: list[dict]) -> str:
 
 
 def _plt():
+    # only when plotting: matplotlib is heavy to import, and most callers just read or render results
     import matplotlib
 
     matplotlib.use("Agg")
@@ -295,7 +305,8 @@ def _plot_per_format(rows: list[dict], path: Path, value, ylabel: str, title: st
     plt = _plt()
     fig, ax = plt.subplots(figsize=(7, 4.5))
     for f in FORMATS:
-        rs = sorted((r for r in rows_of(rows, "decode_cost") if r["format"] == f), key=lambda r: r["edited_file_lines"])
+        rs = sorted((r for r in rows_of(rows, "decode_cost") if r["format"] == f),
+                    key=lambda r: r["edited_file_lines"])
         if rs:
             ax.plot([r["edited_file_lines"] for r in rs], [value(r) for r in rs], "o-", label=f)
     ax.set_xscale("log")
@@ -339,7 +350,8 @@ def render_markdown(rows: list[dict]) -> str:
     parts = ["# deltaserve eval report", ""]
     if rows_of(rows, "decode_cost") or rows_of(rows, "replay"):
         summary = decode_summary(rows)
-        parts += ["## Summary", "", _md_table(["metric", "value"], [[k, _fmt(v)] for k, v in summary.items()]), ""]
+        summary_rows = [[k, _fmt(v)] for k, v in summary.items()]
+        parts += ["## Summary", "", _md_table(["metric", "value"], summary_rows), ""]
     if rows_of(rows, "decode_cost"):
         parts += ["## Decode cost per task (teacher-forced gold replies)", "", decode_table(rows), ""]
         parts += ["## Cross-check: predicted vs forced decode seconds", "", crosscheck_table(rows), ""]
@@ -348,8 +360,8 @@ def render_markdown(rows: list[dict]) -> str:
     if rows_of(rows, "agent"):
         parts += ["## Agent runs", "", agent_table(rows), ""]
     if rows_of(rows, "skipped"):
-        parts += ["## Skipped", "", _md_table(["task", "what", "why"], [[r["task"], r["format"], r["reason"]]
-                                                                       for r in rows_of(rows, "skipped")]), ""]
+        skipped = [[r["task"], r["format"], r["reason"]] for r in rows_of(rows, "skipped")]
+        parts += ["## Skipped", "", _md_table(["task", "what", "why"], skipped), ""]
     return "\n".join(parts)
 
 

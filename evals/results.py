@@ -20,7 +20,8 @@ def append_row(path: Path, row: dict) -> None:
 
 
 def load_rows(path: Path) -> list[dict]:
-    """All rows of a results file; a half-written last line (interrupted run) is skipped, others must parse."""
+    """All rows of a results file; a half-written last line (an interrupted run) is skipped, the others
+    must parse."""
     path = Path(path)
     if not path.is_file():
         raise FileNotFoundError(f"no results file at {path}")

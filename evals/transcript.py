@@ -1,4 +1,5 @@
-"""The prompts an eval replays: the agent's step-1 prompt, and a 3-step transcript for the prefix-cache replay.
+"""The prompts an eval replays: the agent's step-1 prompt, and a 3-step transcript for the prefix-cache
+replay.
 
 Step 1 is built by the harness's own prompt code (harness.prompt / harness.context), exactly as the agent
 builds it after running the tests once. The transcript appends, like the agent does:
@@ -32,7 +33,8 @@ class TranscriptStep:
 
 
 def _failing_udiff(udiff_reply: str, workspace) -> tuple[str, str]:
-    """A plausible wrong diff (its old lines garbled, as a model misremembering the file) and the real error."""
+    """A plausible wrong diff (its old lines garbled, as a model misremembering the file) and the real
+    error."""
     garbled = []
     for line in udiff_reply.splitlines():
         if line.startswith(("-", " ")) and not line.startswith("--- "):

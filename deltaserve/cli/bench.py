@@ -34,7 +34,7 @@ def _run_engine(args) -> int:
 
 
 def _run_prefix(args) -> int:
-    from deltaserve.evals.bench.engine_vs_hf import bench_prefix
+    from deltaserve.evals.bench.prefix import bench_prefix
 
     bench_prefix(args.model, _dtypes(args)[0], args.threads)
     return 0

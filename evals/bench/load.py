@@ -1,4 +1,4 @@
-"""Bounded load run against a real `deltaserve serve` on 127.0.0.1 (issue 9).
+"""Bounded load run against a real `deltaserve serve` on 127.0.0.1.
 
 N streaming chat requests, at most C in flight; a fraction of clients disconnect mid-stream at a random
 point; prompts mix a long shared prefix (the agent case: same repo context, different tail) with short
@@ -16,7 +16,6 @@ from __future__ import annotations
 import argparse
 import asyncio
 import json
-import os
 import random
 import socket
 import statistics
@@ -35,10 +34,12 @@ from deltaserve.errors import ServerStartError
 # A shared "repository context" the long prompts start with: the same tokens every time, so a prefix
 # cache serves it after the first request.
 LONG_PREFIX = "You are a careful coding agent. Here is the repository you are working on.\n\n" + "\n".join(
-    f"def function_{i}(x):\n    '''Return x transformed by rule {i}.'''\n    return (x * {i} + {i % 7}) % {97 + i}\n"
+    f"def function_{i}(x):\n    '''Return x transformed by rule {i}.'''\n"
+    f"    return (x * {i} + {i % 7}) % {97 + i}\n"
     for i in range(40)
 )
-TOPICS = ["sorting", "parsing dates", "a cache", "retries", "paths", "JSON", "tests", "logging", "regex", "a CLI"]
+TOPICS = ["sorting", "parsing dates", "a cache", "retries", "paths", "JSON", "tests", "logging", "regex",
+          "a CLI"]
 
 
 @dataclass
@@ -112,32 +113,50 @@ def _invalid_request(rng: random.Random, model: str) -> tuple[dict | str, str]:
 async def _one(client: httpx.AsyncClient, model: str, index: int, cfg: LoadConfig,
                rng: random.Random) -> RequestResult:
     if cfg.invalid_every and index % cfg.invalid_every == cfg.invalid_every - 1:
-        body, why = _invalid_request(rng, model)
-        content = body if isinstance(body, str) else json.dumps(body)
-        r = await client.post("/v1/chat/completions", content=content, headers={"content-type": "application/json"})
-        shape_ok = isinstance(r.json().get("error", {}).get("message"), str)
-        if 400 <= r.status_code < 500 and shape_ok:
-            return RequestResult("invalid", "rejected", r.status_code, why)
-        return RequestResult("invalid", "error", r.status_code, f"{why}: got {r.status_code} {r.text[:200]}")
-
+        return await _send_invalid(client, model, rng)
     long = rng.random() < cfg.long_fraction
     topic = rng.choice(TOPICS)
+    leave = rng.random() < cfg.disconnect_fraction
+    disconnect_after = rng.randint(1, max(1, cfg.max_tokens // 2)) if leave else None
+    body = _chat_request(model, index, topic, long, cfg, rng)
+    return await _stream(client, body, RequestResult("long" if long else "short", "error"), disconnect_after)
+
+
+async def _send_invalid(client: httpx.AsyncClient, model: str, rng: random.Random) -> RequestResult:
+    """A malformed request: rejected means a 4xx in the OpenAI error shape."""
+    body, why = _invalid_request(rng, model)
+    content = body if isinstance(body, str) else json.dumps(body)
+    r = await client.post("/v1/chat/completions", content=content,
+                          headers={"content-type": "application/json"})
+    shape_ok = isinstance(r.json().get("error", {}).get("message"), str)
+    if 400 <= r.status_code < 500 and shape_ok:
+        return RequestResult("invalid", "rejected", r.status_code, why)
+    return RequestResult("invalid", "error", r.status_code, f"{why}: got {r.status_code} {r.text[:200]}")
+
+
+def _chat_request(model: str, index: int, topic: str, long: bool, cfg: LoadConfig,
+                  rng: random.Random) -> dict:
     messages = ([{"role": "system", "content": LONG_PREFIX},
                  {"role": "user", "content": f"Request {index}: add a helper for {topic}."}] if long
                 else [{"role": "user", "content": f"Say one sentence about {topic} ({index})."}])
-    disconnect_after = rng.randint(1, max(1, cfg.max_tokens // 2)) if rng.random() < cfg.disconnect_fraction else None
-    body = {"model": model, "messages": messages, "stream": True, "max_tokens": rng.randint(4, cfg.max_tokens),
+    max_tokens = rng.randint(4, cfg.max_tokens)
+    return {"model": model, "messages": messages, "stream": True, "max_tokens": max_tokens,
             "temperature": rng.choice([0.0, 0.7]), "seed": index, "stream_options": {"include_usage": True}}
-    result = RequestResult("long" if long else "short", "error")
+
+
+async def _stream(client: httpx.AsyncClient, body: dict, result: RequestResult,
+                  disconnect_after: int | None) -> RequestResult:
+    """Read one streamed completion into `result`, timing each content chunk; leave after
+    `disconnect_after` chunks when given."""
     t0 = time.perf_counter()
     last = None
     chunks = 0
+    finish_reason = None
     async with client.stream("POST", "/v1/chat/completions", json=body) as r:
         result.status = r.status_code
         if r.status_code != 200:
             result.detail = (await r.aread()).decode(errors="replace")[:300]
             return result
-        finish_reason = None
         async for line in r.aiter_lines():
             if not line.startswith("data: "):
                 continue
@@ -177,7 +196,8 @@ async def _kv_after(client: httpx.AsyncClient, wait_s: float = 15.0) -> dict[str
     deadline = time.monotonic() + wait_s
     while True:
         stats = (await client.get("/stats")).json()
-        if (stats.get("requests_in_flight") == 0 and stats.get("blocks_in_use") == 0) or time.monotonic() > deadline:
+        settled = stats.get("requests_in_flight") == 0 and stats.get("blocks_in_use") == 0
+        if settled or time.monotonic() > deadline:
             return stats
         await asyncio.sleep(0.1)
 
@@ -244,20 +264,20 @@ def free_port() -> int:
 class ServeProcess:
     """`deltaserve serve` in a subprocess on 127.0.0.1; waits for /health; terminated on exit."""
 
-    def __init__(self, model: str, extra_args: list[str] | None = None, startup_timeout_s: float = 180.0) -> None:
+    def __init__(self, model: str, extra_args: list[str] | None = None,
+                 startup_timeout_s: float = 180.0) -> None:
         self.port = free_port()
         self.url = f"http://127.0.0.1:{self.port}"
         self.log = tempfile.NamedTemporaryFile(prefix="deltaserve-serve-", suffix=".log", delete=False)
         cmd = [sys.executable, "-c", "import sys; from deltaserve.cli import main; sys.exit(main())", "serve",
                "--model", model, "--host", "127.0.0.1", "--port", str(self.port), "--log-level", "warning",
                *(extra_args or [])]
-        root = str(Path(__file__).resolve().parents[1])
-        env = {**os.environ, "PYTHONPATH": root + os.pathsep + os.environ.get("PYTHONPATH", "")}
-        self.proc = subprocess.Popen(cmd, stdout=self.log, stderr=subprocess.STDOUT, env=env, cwd=root)
+        self.proc = subprocess.Popen(cmd, stdout=self.log, stderr=subprocess.STDOUT)
         deadline = time.monotonic() + startup_timeout_s
         while True:
             if self.proc.poll() is not None:
-                raise ServerStartError(f"deltaserve serve exited with {self.proc.returncode}:\n{self.log_tail()}")
+                raise ServerStartError(
+                    f"deltaserve serve exited with {self.proc.returncode}:\n{self.log_tail()}")
             try:
                 if httpx.get(self.url + "/health", timeout=1.0).status_code == 200:
                     return
@@ -265,7 +285,8 @@ class ServeProcess:
                 pass
             if time.monotonic() > deadline:
                 self.close()
-                raise ServerStartError(f"deltaserve serve did not come up in {startup_timeout_s}s:\n{self.log_tail()}")
+                raise ServerStartError(
+                    f"deltaserve serve did not come up in {startup_timeout_s}s:\n{self.log_tail()}")
             time.sleep(0.2)
 
     def log_tail(self, chars: int = 3000) -> str:
@@ -298,7 +319,8 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     src.add_argument("--url", help="an already running server, e.g. http://127.0.0.1:8000 (default: spawn "
                      "`deltaserve serve` on a free port and stop it afterwards)")
     src.add_argument("--tiny", action="store_true", help="spawn a server on a tiny random-weight model")
-    p.add_argument("--model", default="smollm2-135m", help="model for the spawned server (default: %(default)s)")
+    p.add_argument("--model", default="smollm2-135m",
+                   help="model for the spawned server (default: %(default)s)")
     d = LoadConfig()
     p.add_argument("--requests", type=int, default=d.requests, metavar="N",
                    help="streaming requests in all (default: %(default)s)")
@@ -312,7 +334,8 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
                    help="max_tokens per request (default: %(default)s)")
     p.add_argument("--seed", type=int, default=d.seed, help="seed for the request mix (default: %(default)s)")
     p.add_argument("--deadline", type=float, default=d.deadline_s, metavar="SECONDS",
-                   help="the run stops after this; unfinished requests count as errors (default: %(default)s)")
+                   help="the run stops after this; unfinished requests count as errors "
+                        "(default: %(default)s)")
     p.add_argument("--serve-arg", action="append", default=[], metavar="ARG",
                    help="extra argument for the spawned `deltaserve serve` (repeatable)")
     p.add_argument("--json", type=Path, metavar="FILE", help="also write the report here")
@@ -328,6 +351,7 @@ def run(args: argparse.Namespace) -> int:
         else:
             model = args.model
             if args.tiny:
+                # only here: the fixture pulls in torch and transformers, which the HTTP client never needs
                 from deltaserve.testing.tiny_model import make_tiny_model_dir
 
                 model = str(make_tiny_model_dir(Path(tempfile.gettempdir()) / "deltaserve-load-tiny"))
@@ -354,7 +378,8 @@ def register_load(subparsers: argparse._SubParsersAction) -> None:
 
 
 def main(argv: list[str] | None = None) -> int:
-    p = argparse.ArgumentParser(prog="python -m deltaserve.evals.bench.load", description=__doc__.split("\n\n")[0])
+    p = argparse.ArgumentParser(prog="python -m deltaserve.evals.bench.load",
+                                description=__doc__.split("\n\n")[0])
     add_arguments(p)
     return run(p.parse_args(argv))
 

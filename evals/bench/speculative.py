@@ -12,7 +12,7 @@ Four workloads on the bundled SmolLM2 (or --model):
 
 Both engines are loaded once; every request runs on each (order alternating, so background load hits
 both), after a 1-token warm-up that puts the prompt in each engine's prefix cache: the timed run is decode.
-Goals (issue 8): (a)-(c) >= 2x fewer passes and >= 1.6x faster; (d) no more than 10% slower.
+Goals: (a)-(c) >= 2x fewer passes and >= 1.6x faster; (d) no more than 10% slower.
 """
 
 from __future__ import annotations
@@ -29,6 +29,12 @@ import torch
 
 from deltaserve.engine import Engine, SamplingParams
 from deltaserve.errors import TaskError
+from deltaserve.evals.bench.table import table
+from deltaserve.evals.decode_cost import prepare_task, reply_token_ids
+from deltaserve.evals.gold_replies import gold_edit
+from deltaserve.evals.task_suite import load_tasks
+from deltaserve.evals.transcript import step1_prompt
+from deltaserve.harness.formats import whole
 
 DEFAULT_TASKS = ["a-lru-cache", "b-url-query", "a-interval-merge"]
 OPEN_ENDED = [
@@ -63,12 +69,6 @@ class Side:
 
 def forced_requests(eng: Engine, task_ids: list[str], max_reply_tokens: int, tmp: Path) -> list[Request]:
     """The gold reply of each task in each format, forced after that format's step-1 prompt."""
-    from deltaserve.evals.decode_cost import prepare_task, reply_token_ids
-    from deltaserve.evals.gold_replies import gold_edit
-    from deltaserve.evals.task_suite import load_tasks
-    from deltaserve.evals.transcript import step1_prompt
-    from deltaserve.harness.formats import whole
-
     tasks = {t.id: t for t in load_tasks()}
     unknown = [t for t in task_ids if t not in tasks]
     if unknown:
@@ -78,13 +78,16 @@ def forced_requests(eng: Engine, task_ids: list[str], max_reply_tokens: int, tmp
         prep = prepare_task(tasks[tid], ["udiff", "search_replace", "whole"], tmp)
         before = gold_edit(prep.workspace, prep.task.gold_diff).before
         for fmt in ("udiff", "search_replace", "whole"):
-            prompt = step1_prompt(prep.workspace, fmt, prep.task.spec.description, prep.test_command, prep.tests)
+            prompt = step1_prompt(prep.workspace, fmt, prep.task.spec.description, prep.test_command,
+                                  prep.tests)
             ids = eng.apply_chat_template(prompt.messages)
             reply = reply_token_ids(eng, prep.replies[fmt])
             n = min(len(reply), max_reply_tokens, eng.max_model_len - len(ids) - 1)
             prediction = whole.render(before) if fmt == "whole" else None
-            params = SamplingParams(max_tokens=n, ignore_eos=True, forced_token_ids=reply[:n], prediction=prediction)
-            requests.append(Request(fmt, f"{tid} ({n}{'' if n == len(reply) else f'/{len(reply)}'} tok)", ids, params))
+            params = SamplingParams(max_tokens=n, ignore_eos=True, forced_token_ids=reply[:n],
+                                    prediction=prediction)
+            forced = f"{n}" if n == len(reply) else f"{n}/{len(reply)}"
+            requests.append(Request(fmt, f"{tid} ({forced} tok)", ids, params))
     return requests
 
 
@@ -129,6 +132,7 @@ def ratio(a: float, b: float) -> float:
 
 
 def report(results: dict[str, tuple[Side, Side]]) -> tuple[str, bool]:
+    """The side-by-side table, and whether every case met its goal."""
     header = ["case", "tokens", "passes off", "passes on", "fewer passes", "decode s off", "decode s on",
               "speed-up", "wall s off", "wall s on", "accepted", "rejected", "same output", "goal"]
     rows, all_met = [], True
@@ -137,49 +141,42 @@ def report(results: dict[str, tuple[Side, Side]]) -> tuple[str, bool]:
         want_pass, want_speed = GOALS[case]
         met = (want_pass is None or pass_x >= want_pass) and speed >= want_speed
         all_met &= met
-        goal = (f">={want_pass}x passes, >={want_speed}x" if want_pass else "<=10% slower") + (" ok" if met else " MISSED")
-        rows.append([CASES[case], a.tokens, a.passes, b.passes, f"{pass_x:.2f}x", f"{a.decode_s:.2f}",
-                     f"{b.decode_s:.2f}", f"{speed:.2f}x", f"{a.wall_s:.2f}", f"{b.wall_s:.2f}", b.accepted,
-                     b.rejected, "yes" if a.outputs == b.outputs else "NO", goal])
-    widths = [max(len(str(x)) for x in col) for col in zip(header, *rows, strict=False)]
-    lines = ["  ".join(str(x).ljust(w) for x, w in zip(r, widths, strict=True)) for r in [header, *rows]]
-    return "\n".join(lines), all_met
+        goal = f">={want_pass}x passes, >={want_speed}x" if want_pass else "<=10% slower"
+        rows.append([CASES[case], a.tokens, a.passes, b.passes, f"{pass_x:.2f}x", a.decode_s, b.decode_s,
+                     f"{speed:.2f}x", a.wall_s, b.wall_s, b.accepted, b.rejected,
+                     "yes" if a.outputs == b.outputs else "NO", goal + (" ok" if met else " MISSED")])
+    return table("speculative decoding off vs on", header, rows), all_met
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
-    """Standalone options (`python -m deltaserve.evals.bench.speculative`)."""
-    p.add_argument("--model", default="smollm2-135m")
+    p.add_argument("--model", default="smollm2-135m", help="model name or path (default: %(default)s)")
     p.add_argument("--dtype", default="auto", help="auto, float32, bfloat16 or float16")
     p.add_argument("--threads", type=int, default=1, help="torch threads (1 is steadiest on a shared box)")
-    add_spec_arguments(p)
+    p.add_argument("--tasks", default=",".join(DEFAULT_TASKS), help="comma-separated eval task ids")
+    p.add_argument("--max-reply-tokens", type=int, default=400, help="cap on each forced gold reply")
+    p.add_argument("--open-tokens", type=int, default=160, help="max tokens of each open-ended answer")
+    p.add_argument("--cases", default="udiff,search_replace,whole,open", help="subset of the four cases")
+    p.add_argument("--k", type=int, default=None, help="num_speculative_tokens (default: EngineConfig's)")
+    p.add_argument("--ngram", default=None, help="prompt_lookup min,max (default: EngineConfig's)")
+    p.add_argument("--json", type=Path, default=None, help="also write the figures here")
 
 
-def add_spec_arguments(p: argparse.ArgumentParser) -> None:
-    """This benchmark's own options. On `deltaserve bench` (engine/bench.py's parser, which already has
-    --model/--dtype/--threads and the positional `which`), `spec` becomes one more choice of `which`."""
-    for action in p._actions:
-        if action.dest == "which" and action.choices is not None and "spec" not in action.choices:
-            action.choices = [*action.choices, "spec"]
-    p.add_argument("--tasks", default=",".join(DEFAULT_TASKS), help="spec: comma-separated eval task ids")
-    p.add_argument("--max-reply-tokens", type=int, default=400, help="spec: cap on each forced gold reply")
-    p.add_argument("--open-tokens", type=int, default=160, help="spec: max tokens of each open-ended answer")
-    p.add_argument("--cases", default="udiff,search_replace,whole,open", help="spec: subset of the four cases")
-    p.add_argument("--k", type=int, default=None, help="spec: num_speculative_tokens (default: EngineConfig's)")
-    p.add_argument("--ngram", default=None, help="spec: prompt_lookup min,max (default: EngineConfig's)")
-    p.add_argument("--json", type=Path, default=None, help="spec: also write the figures here")
-
-
-def run(args) -> int:
-    torch.set_num_threads(args.threads)
+def engines(args) -> tuple[Engine, Engine]:
+    """The same model twice: speculation off, and on with the given draft options."""
     spec = {"speculative": True}
     if args.k:
         spec["num_speculative_tokens"] = args.k
     if args.ngram:
         lo, hi = (int(x) for x in args.ngram.split(","))
         spec.update(prompt_lookup_min=lo, prompt_lookup_max=hi)
-    common = {"dtype": args.dtype.split(",")[0], "num_threads": args.threads}  # bench's --dtype is a list
-    off = Engine.from_pretrained(args.model, **common, speculative=False)
-    on = Engine.from_pretrained(args.model, **common, **spec)
+    common = {"dtype": args.dtype, "num_threads": args.threads}
+    return (Engine.from_pretrained(args.model, **common, speculative=False),
+            Engine.from_pretrained(args.model, **common, **spec))
+
+
+def run(args) -> int:
+    torch.set_num_threads(args.threads)
+    off, on = engines(args)
     c = on.config
     print(f"{on!r}; threads={args.threads}; k={c.num_speculative_tokens} "
           f"n-gram {c.prompt_lookup_min}..{c.prompt_lookup_max}", flush=True)
@@ -187,28 +184,30 @@ def run(args) -> int:
     requests: list[Request] = []
     with tempfile.TemporaryDirectory(prefix="bench-spec-") as tmp:
         if {"udiff", "search_replace", "whole"} & set(cases):
-            requests += [r for r in forced_requests(off, args.tasks.split(","), args.max_reply_tokens, Path(tmp))
-                         if r.case in cases]
+            forced = forced_requests(off, args.tasks.split(","), args.max_reply_tokens, Path(tmp))
+            requests += [r for r in forced if r.case in cases]
         if "open" in cases:
             requests += open_requests(off, args.open_tokens)
         results = run_all(off, on, requests, log=lambda s: print(s, flush=True))
-    table, met = report(results)
+    text, met = report(results)
     print()
-    print(table)
+    print(text)
     if args.json:
         data = {case: {"off": {k: v for k, v in asdict(a).items() if k != "outputs"},
                        "on": {k: v for k, v in asdict(b).items() if k != "outputs"}}
                 for case, (a, b) in results.items()}
-        args.json.write_text(json.dumps({"config": c.model_dump(), "threads": args.threads, "cases": data}, indent=2))
-    if args.dtype.split(",")[0] != "float32":
-        print("(same output: greedy is exact in float32; in bf16 a k+1-row verify pass rounds differently from a "
-              "1-row pass, as batching does, so near-ties can flip)")
+        body = {"config": c.model_dump(), "threads": args.threads, "cases": data}
+        args.json.write_text(json.dumps(body, indent=2))
+    if args.dtype != "float32":
+        print("(same output: greedy is exact in float32; in bf16 a k+1-row verify pass rounds differently "
+              "from a 1-row pass, as batching does, so near-ties can flip)")
     print("\nall goals met" if met else "\nsome goals missed")
     return 0
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m deltaserve.evals.bench.speculative", description=__doc__.splitlines()[0])
+    parser = argparse.ArgumentParser(prog="python -m deltaserve.evals.bench.speculative",
+                                     description=__doc__.splitlines()[0])
     add_arguments(parser)
     return run(parser.parse_args(argv))
 
