@@ -5,8 +5,8 @@
 Each example is a random workspace + edit; its difflib diff is applied as is (must apply exactly), with
 shifted line numbers (unique-line files; must apply exactly), or with 1-3 model-style corruptions (must apply
 exactly or be refused with a message). Prints the outcome counts and the first few bad examples: crashes,
-partial writes (a file hash changed although the patch was refused), refusals without a message, wrong results.
-Exit status 1 if any of those occurred.
+partial writes (a file hash changed although the patch was refused), refusals without a message, wrong
+results. Exit status 1 if any of those occurred.
 """
 
 from __future__ import annotations
@@ -44,14 +44,16 @@ def main() -> int:
         mode = data.draw(st.sampled_from(["exact", "shifted", "corrupted", "corrupted"]))
         if mode == "shifted":
             sc = data.draw(diff_fuzz.scenarios(unique=True, min_context=1))
-            diff = diff_fuzz.shift_line_numbers(diff_fuzz.unified_diff(sc), data.draw(st.sampled_from([-50, -5, -1, 1, 3, 40, 1000])))
+            shift = data.draw(st.sampled_from([-50, -5, -1, 1, 3, 40, 1000]))
+            diff = diff_fuzz.shift_line_numbers(diff_fuzz.unified_diff(sc), shift)
             kinds = []
         else:
             sc = data.draw(diff_fuzz.scenarios())
             diff = diff_fuzz.unified_diff(sc)
             kinds = []
             if mode == "corrupted":
-                kinds = data.draw(st.lists(st.sampled_from(diff_fuzz.CORRUPTIONS), min_size=1, max_size=3, unique=True))
+                kinds = data.draw(st.lists(st.sampled_from(diff_fuzz.CORRUPTIONS), min_size=1, max_size=3,
+                                           unique=True))
                 if sc.context == 0:
                     kinds = [k for k in kinds if k != "shift_numbers"] or ["fence"]
                 rnd = random.Random(data.draw(st.integers(0, 2**32)))
@@ -77,7 +79,8 @@ def main() -> int:
         print(f"  {mode:<10} " + ", ".join(f"{k}={v}" for k, v in sorted(c.items())))
     print("  per corruption (applied / refused):")
     for kind, c in by_corruption.items():
-        print(f"    {kind:<20} {c['applied']:>5} / {c['refused']:>5}" + "".join(f"  {b}={c[b]}" for b in BAD if c[b]))
+        bad = "".join(f"  {b}={c[b]}" for b in BAD if c[b])
+        print(f"    {kind:<20} {c['applied']:>5} / {c['refused']:>5}" + bad)
     print("\n" + "  ".join(f"{k}: {counts[k]}" for k in BAD))
     return 1 if any(counts[k] for k in BAD) else 0
 

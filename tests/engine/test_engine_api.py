@@ -101,7 +101,8 @@ def test_eos_stops_unless_ignored(make_engine):
 def test_forced_tokens_cost_one_decode_pass_each(make_engine):
     eng = make_engine()
     forced = eng.tokenizer("def add(a, b):\n    return a + b\n")["input_ids"]
-    out = eng.generate("Write add.", SamplingParams(max_tokens=100, forced_token_ids=forced, ignore_eos=True))[0]
+    params = SamplingParams(max_tokens=100, forced_token_ids=forced, ignore_eos=True)
+    out = eng.generate("Write add.", params)[0]
     assert out.token_ids == forced
     assert out.metrics.decode_passes == len(forced) - 1
     capped = eng.generate("Write add.", SamplingParams(max_tokens=3, forced_token_ids=forced))[0]

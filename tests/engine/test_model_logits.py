@@ -8,7 +8,8 @@ from transformers import AutoModelForCausalLM
 
 from deltaserve.engine.kv_cache import KVCache
 from deltaserve.engine.loader import load_model
-from deltaserve.engine.model import LlamaModel, Span
+from deltaserve.engine.model import LlamaModel, Span, can_prepack, mkldnn_linear
+from deltaserve.testing.tiny_model import make_tiny_model_dir
 
 ATOL = 1e-4
 BS = 16
@@ -18,7 +19,8 @@ def build(path):
     loaded = load_model(str(path))
     ours = LlamaModel(loaded.hf_config, loaded.weights, torch.float32, "cpu", 512)
     hf = AutoModelForCausalLM.from_pretrained(path, dtype=torch.float32).eval()
-    kv = KVCache(ours.num_layers, 32, BS, ours.num_kv_heads, ours.head_dim, torch.float32, torch.device("cpu"))
+    kv = KVCache(ours.num_layers, 32, BS, ours.num_kv_heads, ours.head_dim, torch.float32,
+                 torch.device("cpu"))
     return ours, hf, kv
 
 
@@ -79,8 +81,6 @@ def test_decode_batch_of_different_lengths(tiny_model_dirs):
 
 
 def test_untied_lm_head_and_rope_scaling(tmp_path):
-    from deltaserve.testing.tiny_model import make_tiny_model_dir
-
     path = make_tiny_model_dir(tmp_path / "m", "llama", tie_word_embeddings=False,
                                rope_parameters={"rope_type": "linear", "factor": 2.0, "rope_theta": 10000.0})
     ours, hf, kv = build(path)
@@ -104,14 +104,13 @@ def test_long_chunk_over_cached_context(tiny_model_dirs, arch):
 
 def test_bfloat16_forward_close_to_hf_bfloat16(tiny_model_dirs):
     """bf16 (with oneDNN-prepacked weights where the CPU supports them) stays within bf16 noise of HF."""
-    from deltaserve.engine.model import can_prepack, mkldnn_linear
-
     loaded = load_model(str(tiny_model_dirs["qwen2"]))
     ours = LlamaModel(loaded.hf_config, loaded.weights, torch.bfloat16, "cpu", 512)
     if can_prepack(torch.bfloat16, torch.device("cpu")):
         assert ours.linear is mkldnn_linear
     hf = AutoModelForCausalLM.from_pretrained(tiny_model_dirs["qwen2"], dtype=torch.bfloat16).eval()
-    kv = KVCache(ours.num_layers, 32, BS, ours.num_kv_heads, ours.head_dim, torch.bfloat16, torch.device("cpu"))
+    kv = KVCache(ours.num_layers, 32, BS, ours.num_kv_heads, ours.head_dim, torch.bfloat16,
+                 torch.device("cpu"))
     ids = torch.randint(0, 49152, (40,), generator=torch.Generator().manual_seed(5)).tolist()
     run(ours, kv, [Span(ids[:39], 0, [3, 4, 5], [])])
     got = run(ours, kv, [Span(ids[39:], 39, [3, 4, 5], [0])])[0]

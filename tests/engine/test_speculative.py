@@ -13,6 +13,7 @@ import random
 
 import pytest
 import torch
+from safetensors.torch import load_file, save_file
 
 from deltaserve.engine import Engine, EngineConfig, SamplingParams
 from deltaserve.engine.model import Span
@@ -23,8 +24,6 @@ GREEDY = SamplingParams(max_tokens=48, ignore_eos=True)
 
 @pytest.fixture(scope="module")
 def copy_model(tmp_path_factory):
-    from safetensors.torch import load_file, save_file
-
     path = make_tiny_model_dir(tmp_path_factory.mktemp("copy-model") / "llama256", "llama", vocab_size=256)
     weights = load_file(path / "model.safetensors")
     for name in weights:
@@ -57,7 +56,8 @@ def copy_prompts(eng: Engine, n: int, seed: int = 0) -> list[list[int]]:
 
 
 def totals(outs):
-    return (sum(o.metrics.accepted_draft_tokens for o in outs), sum(o.metrics.rejected_draft_tokens for o in outs))
+    return (sum(o.metrics.accepted_draft_tokens for o in outs),
+            sum(o.metrics.rejected_draft_tokens for o in outs))
 
 
 def assert_counters_add_up(outs):
@@ -112,7 +112,8 @@ def test_batched_chunked_prefill_identical(engines):
     assert [o.token_ids for o in outs] == ref
     assert totals(outs)[0] > 50
     drafting = [p for p in plans if any(sp.num_drafts for sp in p.spans)]
-    assert any(any(not sp.num_drafts and sp.completes for sp in p.spans) for p in drafting)  # with plain decodes
+    # with plain decodes
+    assert any(any(not sp.num_drafts and sp.completes for sp in p.spans) for p in drafting)
     assert any(any(not sp.completes for sp in p.spans) for p in drafting)  # next to a prefill chunk
     assert_counters_add_up(outs)
 
@@ -172,7 +173,8 @@ def test_kv_after_rejections_equals_plain_decode(engines):
     generated = list(seq.output_token_ids)
 
     off = engines(block_size=4)
-    ref = off.add_request(prompt, SamplingParams(max_tokens=200, ignore_eos=True, forced_token_ids=generated + [7]))
+    ref = off.add_request(prompt, SamplingParams(max_tokens=200, ignore_eos=True,
+                                                 forced_token_ids=generated + [7]))
     while off.requests[ref].num_output_tokens < len(generated):
         off.step()
     assert off.requests[ref].token_ids == seq.token_ids
@@ -248,7 +250,8 @@ def test_prediction_drafts_a_whole_file_reply(make_engine):
     on = make_engine(speculative=True, num_speculative_tokens=8)
     tok = on.tokenizer
     prompt = tok.encode("Rewrite it.")  # the file is not in the prompt: only the prediction can draft it
-    edited = CODE.replace("def f3(x):\n", "def f3(x):\n    assert x\n").replace("def f8(x):\n    return x * 8 + 2\n\n", "")
+    edited = CODE.replace("def f3(x):\n", "def f3(x):\n    assert x\n")
+    edited = edited.replace("def f8(x):\n    return x * 8 + 2\n\n", "")
     reply = tok.encode(edited, add_special_tokens=False)
     out = _forced(on, prompt, reply, prediction=CODE)
     assert out.token_ids == reply

@@ -54,7 +54,7 @@ def test_prediction_resync_prefers_the_next_occurrence_after_the_cursor():
     p = _Prediction.build(pred, 2, 2, mark=0)
     toks = line + [1] + [7]  # in sync up to the 5th predicted token
     assert p.propose(toks, 2, 2, 2) == [8, 9]
-    toks += [8, 9, 5, 7, 8]  # diverged ("9 5"), then "7 8" again: the next one after the cursor, not the first
+    toks += [8, 9, 5, 7, 8]  # diverged ("9 5"), then "7 8" again: the one after the cursor, not the first
     assert p.propose(toks, 2, 2, 2) == [9, 3]
 
 

@@ -52,8 +52,9 @@ def test_wrong_drafts_are_rolled_back(make_engine):
     assert sum(o.metrics.rejected_draft_tokens for o in outs) > 0
     # blocks full of generated tokens were cached only with confirmed tokens: turn 2 reuses them exactly
     p2 = PROMPTS[0] + outs[0].token_ids + [42]
-    again = eng.generate(p2, SamplingParams(max_tokens=5, ignore_eos=True))[0]
-    fresh = make_engine(enable_prefix_caching=False).generate(p2, SamplingParams(max_tokens=5, ignore_eos=True))[0]
+    five = SamplingParams(max_tokens=5, ignore_eos=True)
+    again = eng.generate(p2, five)[0]
+    fresh = make_engine(enable_prefix_caching=False).generate(p2, five)[0]
     assert again.metrics.cached_tokens > len(PROMPTS[0]) and again.token_ids == fresh.token_ids
 
 

@@ -30,8 +30,8 @@ def scripted(gold_udiff):
             return {"mock_response": gold_udiff}
         if fmt == "whole":  # "fixes" the bug by gutting the tests
             tests = task.repo_dir / "tests" / "test_summary.py"
-            return {"mock_response": whole.render({"tests/test_summary.py": "def test_nothing():\n    pass\n"})
-                    if tests.is_file() else "no"}
+            cheat = whole.render({"tests/test_summary.py": "def test_nothing():\n    pass\n"})
+            return {"mock_response": cheat if tests.is_file() else "no"}
         return {"mock_response": "I am not sure what to change."}
 
     return run_kwargs

@@ -5,16 +5,23 @@ import json
 import pytest
 
 from deltaserve.cli import main
-from deltaserve.evals.decode_cost import DecodeCostConfig, force, reply_token_ids, run_decode_cost_eval
+from deltaserve.evals.decode_cost import (
+    DecodeCostConfig,
+    force,
+    load_engine,
+    reply_token_ids,
+    run_decode_cost_eval,
+)
+from deltaserve.evals.gold_replies import gold_replies
 from deltaserve.evals.results import load_rows, rows_of
+from deltaserve.evals.task_suite import load_tasks
+from deltaserve.tools.workspace import Workspace
 
 TASK = "a-median"  # the smallest edited file: keeps the test quick
 
 
 @pytest.fixture(scope="module")
 def engine(tiny_llama_8k):
-    from deltaserve.evals.decode_cost import load_engine
-
     return load_engine(DecodeCostConfig(model=str(tiny_llama_8k), dtype="float32", threads=1))
 
 
@@ -22,7 +29,8 @@ def engine(tiny_llama_8k):
 def run(tiny_llama_8k, engine, tmp_path_factory):
     out = tmp_path_factory.mktemp("dc")
     result = run_decode_cost_eval(
-        DecodeCostConfig(model=str(tiny_llama_8k), task_ids=[TASK], out_dir=out, progress=False), engine=engine)
+        DecodeCostConfig(model=str(tiny_llama_8k), task_ids=[TASK], out_dir=out, progress=False),
+        engine=engine)
     return out, result
 
 
@@ -31,16 +39,11 @@ def test_rows_carry_the_engines_numbers(run, engine):
     rows = load_rows(out / "results.jsonl")
     dc = rows_of(rows, "decode_cost")
     assert sorted(r["format"] for r in dc) == ["search_replace", "udiff", "whole"]
-    from deltaserve.evals.gold_replies import (
-        gold_replies,  # the same replies, rebuilt, tokenized independently
-    )
-    from deltaserve.evals.task_suite import load_tasks
-    from deltaserve.tools.workspace import Workspace
-
-    task = load_tasks(ids=[TASK])[0]
+    task = load_tasks(ids=[TASK])[0]  # the same replies, rebuilt, tokenized independently
     _, replies = gold_replies(Workspace(task.repo_dir), task.gold_diff)
     for r in dc:
-        expected = len(engine.tokenizer.encode(replies[r["format"]], add_special_tokens=False)) + 1  # + end of turn
+        reply_ids = engine.tokenizer.encode(replies[r["format"]], add_special_tokens=False)
+        expected = len(reply_ids) + 1  # + end of turn
         assert r["reply_tokens"] == expected == r["completion_tokens"]
         assert not r["capped"] and r["forced_matches"]
         assert 0 < r["decode_passes"] <= r["completion_tokens"]
@@ -88,21 +91,24 @@ def test_cap_forces_only_the_first_tokens(engine):
 def test_cli_decode_cost_caps_replies_and_rejects_bad_formats(tiny_llama_8k, tmp_path, capsys):
     out = tmp_path / "cli"
     code = main(["eval", "decode-cost", "--model", str(tiny_llama_8k), "--tasks", TASK, "--no-replay",
-                 "--formats", "search_replace", "--max-reply-tokens", "8", "--dtype", "float32", "--threads", "1", "--out", str(out)])
+                 "--formats", "search_replace", "--max-reply-tokens", "8", "--dtype", "float32",
+                 "--threads", "1", "--out", str(out)])
     assert code == 0
     (row,) = [json.loads(line) for line in (out / "results.jsonl").read_text().splitlines()]
     assert row["format"] == "search_replace" and row["capped"] and row["completion_tokens"] == 8
     assert row["reply_tokens"] > 8
     assert "decode cost: summary" in capsys.readouterr().out
-    assert main(["eval", "decode-cost", "--model", str(tiny_llama_8k), "--formats", "nope", "--out", str(out)]) == 1
+    assert main(["eval", "decode-cost", "--model", str(tiny_llama_8k), "--formats", "nope",
+                 "--out", str(out)]) == 1
     assert "unknown formats" in capsys.readouterr().err
 
 
 def test_speculation_shows_in_passes_and_accepted_drafts(tiny_llama_8k, tmp_path):
     # the whole-file reply repeats the file the prompt shows: prompt-lookup / prediction drafts are accepted
     out = tmp_path / "spec"
-    assert main(["eval", "decode-cost", "--model", str(tiny_llama_8k), "--tasks", TASK, "--no-replay", "--formats",
-                 "whole", "--speculative", "--dtype", "float32", "--threads", "1", "--out", str(out)]) == 0
+    assert main(["eval", "decode-cost", "--model", str(tiny_llama_8k), "--tasks", TASK, "--no-replay",
+                 "--formats", "whole", "--speculative", "--dtype", "float32", "--threads", "1",
+                 "--out", str(out)]) == 0
     (row,) = [json.loads(line) for line in (out / "results.jsonl").read_text().splitlines()]
     assert row["speculative"] and row["prediction"] and row["forced_matches"]
     assert row["completion_tokens"] == row["reply_tokens"]

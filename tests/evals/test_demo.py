@@ -1,4 +1,5 @@
-"""`deltaserve demo`'s pipeline on a tiny random model: the agent's live table, then the quick eval's files."""
+"""`deltaserve demo`'s pipeline on a tiny random model: the agent's live table, then the quick eval's
+files."""
 
 import io
 
@@ -10,8 +11,8 @@ from deltaserve.evals.demo import DemoConfig, run_demo
 def test_demo_runs_the_agent_then_the_quick_eval(tiny_llama_8k, tmp_path):
     out = tmp_path / "demo"
     buf = io.StringIO()
-    config = DemoConfig(model=str(tiny_llama_8k), task_id="a-median", max_steps=1, max_tokens=8, out_dir=out, threads=1,
-                        eval_task_ids=["a-median"])
+    config = DemoConfig(model=str(tiny_llama_8k), task_id="a-median", max_steps=1, max_tokens=8, out_dir=out,
+                        threads=1, eval_task_ids=["a-median"])
     result = run_demo(config, console=Console(file=buf, width=200))
     text = buf.getvalue()
     # the agent ran through the real engine (a random model edits nothing, but the step is accounted)

@@ -66,5 +66,6 @@ def test_search_replace_blocks_stay_unique_after_earlier_blocks_apply(tmp_path):
     reply = search_replace_reply(GoldEdit(before={"m.py": before}, after={"m.py": after}))
     fmt = formats.get("search_replace")
     blocks = fmt.parse(reply)
-    assert [[ln.strip() for ln in b.search.splitlines()] for b in blocks] == [["r = f()"], ["q = 2", "r = g()"]]
+    searched = [[ln.strip() for ln in b.search.splitlines()] for b in blocks]
+    assert searched == [["r = f()"], ["q = 2", "r = g()"]]
     assert fmt.apply(blocks, Workspace(tmp_path), dry_run=True).new_contents == {"m.py": after}

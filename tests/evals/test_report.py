@@ -18,17 +18,23 @@ def _dc(task, fmt, lines, reply, done, decode_s, capped=False):
     }
 
 
+def _replay(task, step, cache, prompt, cached, ttft_s):
+    return {"kind": "replay", "task": task, "step": step, "cache": cache, "prompt_tokens": prompt,
+            "cached_tokens": cached, "ttft_s": ttft_s}
+
+
 ROWS = [
-    _dc("t1", "whole", 20, 200, 200, 2.0), _dc("t1", "udiff", 20, 50, 50, 0.5), _dc("t1", "search_replace", 20, 40, 40, 0.4),
+    _dc("t1", "whole", 20, 200, 200, 2.0), _dc("t1", "udiff", 20, 50, 50, 0.5),
+    _dc("t1", "search_replace", 20, 40, 40, 0.4),
     # t2's whole reply was capped at 100 of 1000 tokens: seconds scale by 10
     _dc("t2", "whole", 900, 1000, 100, 1.5, capped=True), _dc("t2", "udiff", 900, 50, 50, 0.5),
     _dc("t2", "search_replace", 900, 25, 25, 0.25),
-    {"kind": "replay", "task": "t1", "step": 1, "cache": "on", "prompt_tokens": 100, "cached_tokens": 0, "ttft_s": 1.0},
-    {"kind": "replay", "task": "t1", "step": 2, "cache": "on", "prompt_tokens": 200, "cached_tokens": 150, "ttft_s": 0.5},
-    {"kind": "replay", "task": "t1", "step": 2, "cache": "off", "prompt_tokens": 200, "cached_tokens": 0, "ttft_s": 2.0},
+    _replay("t1", 1, "on", 100, 0, 1.0),
+    _replay("t1", 2, "on", 200, 150, 0.5),
+    _replay("t1", 2, "off", 200, 0, 2.0),
     # t2 was replayed with the cache on only: it must not enter the off/on TTFT ratio
-    {"kind": "replay", "task": "t2", "step": 1, "cache": "on", "prompt_tokens": 100, "cached_tokens": 0, "ttft_s": 1.0},
-    {"kind": "replay", "task": "t2", "step": 2, "cache": "on", "prompt_tokens": 200, "cached_tokens": 150, "ttft_s": 9.0},
+    _replay("t2", 1, "on", 100, 0, 1.0),
+    _replay("t2", 2, "on", 200, 150, 9.0),
 ]
 
 

@@ -2,15 +2,19 @@
 
 from __future__ import annotations
 
+import time
+
 import httpx
+import openai
 import pytest
+
+from deltaserve.engine import Engine
+from deltaserve.engine.server import ServerThread, create_app
 
 TINY = "tiny"  # the served model name
 
 
 def tiny_engine(path, **kwargs):
-    from deltaserve.engine import Engine
-
     kwargs.setdefault("dtype", "float32")
     kwargs.setdefault("device", "cpu")
     kwargs.setdefault("num_blocks", 1024)  # 16k tokens: plenty here; the default pool is sized from memory
@@ -18,8 +22,6 @@ def tiny_engine(path, **kwargs):
 
 
 def start_server(path, engine_kwargs=None, **app_kwargs):
-    from deltaserve.engine.server import ServerThread, create_app
-
     app = create_app(tiny_engine(path, **(engine_kwargs or {})), served_model_name=TINY, **app_kwargs)
     return ServerThread(app).start()
 
@@ -39,8 +41,6 @@ def http(server):
 
 @pytest.fixture()
 def openai_client(server):
-    import openai
-
     return openai.OpenAI(base_url=server.url + "/v1", api_key="EMPTY", max_retries=0, timeout=60)
 
 
@@ -59,8 +59,6 @@ def make_server(tiny_llama):
 
 
 def _wait_idle(client: httpx.Client, timeout_s: float = 30.0) -> dict:
-    import time
-
     deadline = time.monotonic() + timeout_s
     while True:
         stats = client.get("/stats").json()

@@ -1,17 +1,20 @@
-"""The short load run of issue 9 against a real `deltaserve serve` subprocess."""
+"""A short load run with disconnects against a real `deltaserve serve` subprocess."""
 
 from __future__ import annotations
 
 import asyncio
+import socket
 
 import httpx
 
-from deltaserve.evals.bench.load import LoadConfig, ServeProcess, run_load
+from deltaserve.evals.bench.load import LoadConfig, ServeProcess, main, run_load
 
 
 def test_short_load_run_with_disconnects_leaves_a_clean_pool(tiny_llama):
-    cfg = LoadConfig(requests=60, concurrency=16, disconnect_fraction=0.2, invalid_every=15, max_tokens=24, seed=1)
-    args = ["--max-num-seqs", "16", "--num-blocks", "1024", "--num-threads", "1", "--served-model-name", "tiny"]
+    cfg = LoadConfig(requests=60, concurrency=16, disconnect_fraction=0.2, invalid_every=15, max_tokens=24,
+                     seed=1)
+    args = ["--max-num-seqs", "16", "--num-blocks", "1024", "--num-threads", "1",
+            "--served-model-name", "tiny"]
     with ServeProcess(str(tiny_llama), args) as server:
         report = asyncio.run(run_load(server.url, "tiny", cfg))
         assert report.errors == 0, report.error_details
@@ -31,10 +34,6 @@ def test_short_load_run_with_disconnects_leaves_a_clean_pool(tiny_llama):
 
 
 def test_unreachable_url_is_a_clear_error(capsys):
-    import socket
-
-    from deltaserve.evals.bench.load import main
-
     with socket.socket() as s:  # a port nobody listens on once this closes
         s.bind(("127.0.0.1", 0))
         port = s.getsockname()[1]

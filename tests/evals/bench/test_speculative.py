@@ -19,7 +19,8 @@ def test_bench_spec_runs_all_cases(tiny_llama, tmp_path, capsys):
     assert set(cases) == {"udiff", "search_replace", "whole", "open"}
     for sides in cases.values():
         off, on = sides["off"], sides["on"]
-        assert off["tokens"] == on["tokens"] > 0  # forced replies (and greedy fp32 answers) are the same tokens
+        # forced replies (and greedy fp32 answers) are the same tokens
+        assert off["tokens"] == on["tokens"] > 0
         assert off["accepted"] == off["rejected"] == 0
         assert on["passes"] + on["accepted"] == off["passes"]  # every accepted draft saved one pass
     # the whole-file reply is drafted from the prediction (the file before the fix)
