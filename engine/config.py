@@ -11,7 +11,7 @@ class EngineConfig(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
     model: str = "smollm2-135m"
-    # "auto": bfloat16 on CUDA and on CPU (measured faster than float32 on CPU, see engine/bench.py).
+    # "auto": bfloat16 on CUDA and on CPU (faster than float32 on CPU: evals/bench/engine_vs_hf.py --dtype).
     dtype: Literal["auto", "float32", "bfloat16", "float16"] = "auto"
     device: str = "auto"  # "auto" -> cuda when available, else cpu
     num_threads: int | None = Field(default=None, ge=1)  # CPU intra-op threads; None keeps torch's default
@@ -29,7 +29,8 @@ class EngineConfig(BaseModel):
     scheduling_policy: Literal["fcfs", "cache_aware"] = "fcfs"
 
     # Speculative decoding (engine/speculative.py): drafts verified in one forward pass.
-    speculative: bool = True  # on by default: wins on engine/bench_speculative.py (edits), neutral on open text
+    # On by default: wins on edits (`deltaserve bench spec`), neutral on open text.
+    speculative: bool = True
     num_speculative_tokens: int = Field(default=8, ge=1)
     prompt_lookup_min: int = Field(default=2, ge=1)
     prompt_lookup_max: int = Field(default=4, ge=1)

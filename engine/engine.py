@@ -35,6 +35,7 @@ from deltaserve.engine.prefix_cache import BlockManager
 from deltaserve.engine.sampler import SamplingParams, make_generator, sample
 from deltaserve.engine.scheduler import ScheduledSpan, Scheduler
 from deltaserve.engine.sequence import Sequence, Status
+from deltaserve.engine.speculative import make_drafter
 
 log = logging.getLogger(__name__)
 
@@ -63,7 +64,7 @@ class Engine:
         self.device = torch.device(
             ("cuda" if torch.cuda.is_available() else "cpu") if config.device == "auto" else config.device
         )
-        # bf16 on CPU too: measured faster than fp32 for decode and prefill (engine/bench.py --dtype).
+        # bf16 on CPU too: faster than fp32 for decode and prefill (evals/bench/engine_vs_hf.py --dtype).
         self.dtype = torch.bfloat16 if config.dtype == "auto" else DTYPES[config.dtype]
         if config.num_threads:
             torch.set_num_threads(config.num_threads)
@@ -87,20 +88,12 @@ class Engine:
         self._ids = itertools.count()
         self.draft_tokens = 0
         self.accepted_draft_tokens = 0
-        self.drafter = self._make_drafter() if config.speculative else None
+        self.drafter = make_drafter(self) if config.speculative else None
 
     @classmethod
     def from_pretrained(cls, name_or_path: str = "smollm2-135m", **config) -> Engine:
         cfg = config.pop("config", None) or EngineConfig(model=str(name_or_path), **config)
         return cls(load_model(cfg.model), cfg)
-
-    def _make_drafter(self):
-        try:
-            from deltaserve.engine.speculative import make_drafter
-        except ImportError:
-            log.warning("speculative=True but engine.speculative is not available; decoding without drafts")
-            return None
-        return make_drafter(self)
 
     # ---- requests ----
 
@@ -116,7 +109,8 @@ class Engine:
     def tokenize(self, prompt: PromptLike) -> list[int]:
         if isinstance(prompt, str):
             ids = self.tokenizer(prompt)["input_ids"]
-        elif isinstance(prompt, list | tuple) and all(isinstance(t, int) and not isinstance(t, bool) for t in prompt):
+        elif isinstance(prompt, list | tuple) and all(
+                isinstance(t, int) and not isinstance(t, bool) for t in prompt):
             ids = list(prompt)
             bad = [t for t in ids if not 0 <= t < self.model.vocab_size]
             if bad:
@@ -140,7 +134,8 @@ class Engine:
         if params.forced_token_ids is not None:
             bad = [t for t in params.forced_token_ids if not 0 <= t < self.model.vocab_size]
             if not params.forced_token_ids or bad:
-                raise InvalidRequestError(f"forced_token_ids must be non-empty token ids in range; bad: {bad[:5]}")
+                raise InvalidRequestError(
+                    f"forced_token_ids must be non-empty token ids in range; bad: {bad[:5]}")
         if cache_salt is not None and not isinstance(cache_salt, str):
             raise InvalidRequestError("cache_salt must be a string")
         rid = request_id if request_id is not None else f"req-{next(self._ids)}-{uuid.uuid4().hex[:8]}"
@@ -400,7 +395,8 @@ class Engine:
 
     def __repr__(self) -> str:
         return (f"Engine(model={self.model_name!r}, device={self.device}, dtype={self.dtype}, "
-                f"blocks={self.blocks.num_blocks}x{self.config.block_size}, max_model_len={self.max_model_len})")
+                f"blocks={self.blocks.num_blocks}x{self.config.block_size}, "
+                f"max_model_len={self.max_model_len})")
 
 
 __all__ = ["Engine", "next_token", "Status"]

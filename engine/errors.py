@@ -8,4 +8,6 @@ from deltaserve.errors import (
     ModelNotFoundError,
 )
 
-__all__ = ["EngineError", "EngineOverloadedError", "EngineStepError", "InvalidRequestError", "ModelNotFoundError"]
+__all__ = [
+    "EngineError", "EngineOverloadedError", "EngineStepError", "InvalidRequestError", "ModelNotFoundError",
+]

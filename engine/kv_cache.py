@@ -3,10 +3,10 @@
 A token's KV lives in a *slot* = block_id * block_size + offset. The model reads and writes the pool
 through the flat per-layer views `k_heads[layer]` / `v_heads[layer]` of shape [kv_heads,
 num_blocks * block_size, head_dim]; `k` / `v` are the same memory seen slot-major, [layers, slots,
-kv_heads, head_dim], for inspection (tests compare KV per slot). Heads come first in memory so that gathering a sequence's slots yields [kv_heads, context, head_dim]
-contiguous, which the attention matmuls take without copies (2-2.5x faster decode attention on CPU
-than a slot-major layout). Which blocks belong to whom is the block manager's business
-(engine/prefix_cache.py).
+kv_heads, head_dim], for inspection (tests compare KV per slot). Heads come first in memory so that
+gathering a sequence's slots yields [kv_heads, context, head_dim] contiguous, which the attention
+matmuls take without copies (2-2.5x faster decode attention on CPU than a slot-major layout). Which
+blocks belong to whom is the block manager's business (engine/prefix_cache.py).
 """
 
 from __future__ import annotations
@@ -17,7 +17,8 @@ DEFAULT_CPU_KV_MB = 768
 DEFAULT_CUDA_KV_FRACTION = 0.5  # of the memory free after loading weights
 
 
-def bytes_per_block(num_layers: int, block_size: int, kv_heads: int, head_dim: int, dtype: torch.dtype) -> int:
+def bytes_per_block(num_layers: int, block_size: int, kv_heads: int, head_dim: int,
+                    dtype: torch.dtype) -> int:
     return 2 * num_layers * block_size * kv_heads * head_dim * torch.empty((), dtype=dtype).element_size()
 
 

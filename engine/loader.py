@@ -22,6 +22,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import torch
+from safetensors.torch import load_file, save_file
 
 from deltaserve.engine.errors import ModelNotFoundError
 
@@ -86,7 +87,8 @@ def resolve_source(name_or_path: str) -> Path:
             return path
         raise ModelNotFoundError(f"{name_or_path!r} is a directory without config.json; {ACCEPTED_FORMS}")
     if path.exists():
-        raise ModelNotFoundError(f"{name_or_path!r} is neither a .gguf file nor a model directory; {ACCEPTED_FORMS}")
+        raise ModelNotFoundError(
+            f"{name_or_path!r} is neither a .gguf file nor a model directory; {ACCEPTED_FORMS}")
     raise ModelNotFoundError(f"unknown model {name_or_path!r} (nothing is downloaded); {ACCEPTED_FORMS}")
 
 
@@ -101,15 +103,13 @@ def convert_gguf(gguf: Path) -> Path:
     target = gguf_cache_dir(gguf)
     if (target / "complete.json").is_file():
         return target
-    from transformers import AutoModelForCausalLM, AutoTokenizer
+    from transformers import AutoModelForCausalLM, AutoTokenizer  # heavy (seconds): only when loading a model
 
     target.parent.mkdir(parents=True, exist_ok=True)
     tmp = Path(tempfile.mkdtemp(prefix=".tmp-", dir=target.parent))
     try:
         model = AutoModelForCausalLM.from_pretrained(gguf.parent, gguf_file=gguf.name, dtype=torch.float32)
         # save_pretrained refuses GGUF-loaded models, so write the dequantized tensors ourselves.
-        from safetensors.torch import save_file
-
         state = model.state_dict()
         if model.config.tie_word_embeddings:
             state.pop("lm_head.weight", None)
@@ -134,8 +134,6 @@ def convert_gguf(gguf: Path) -> Path:
 
 
 def read_weights(model_dir: Path) -> dict[str, torch.Tensor]:
-    from safetensors.torch import load_file
-
     files = sorted(model_dir.glob("*.safetensors"))
     if files:
         weights: dict[str, torch.Tensor] = {}
@@ -165,7 +163,7 @@ def eos_ids(hf_config, tokenizer, model_dir: Path) -> list[int]:
 
 
 def load_model(name_or_path: str) -> LoadedModel:
-    from transformers import AutoConfig, AutoTokenizer
+    from transformers import AutoConfig, AutoTokenizer  # heavy (seconds): only when loading a model
 
     source = resolve_source(name_or_path)
     model_dir = convert_gguf(source) if source.is_file() else source

@@ -67,7 +67,7 @@ def mkldnn_linear(x: torch.Tensor, w: torch.Tensor, b: torch.Tensor | None = Non
 
 def can_prepack(dtype: torch.dtype, device: torch.device) -> bool:
     """oneDNN-prepacked bf16 weights: bit-identical to F.linear here, ~1.4-1.9x faster for batch-1 decode
-    (measured on the 2-core build box); fp32 keeps F.linear, whose results the HF comparisons pin."""
+    (measured on a 2-core CPU); fp32 keeps F.linear, whose results the HF comparisons pin."""
     try:
         return (device.type == "cpu" and dtype == torch.bfloat16 and torch.backends.mkldnn.is_available()
                 and torch.ops.mkldnn._is_mkldnn_bf16_supported())
@@ -103,7 +103,7 @@ def rope_tables(hf_config, head_dim: int, max_positions: int, dtype: torch.dtype
         base = params["rope_theta"]
         inv_freq = 1.0 / (base ** (torch.arange(0, head_dim, 2, dtype=torch.float) / head_dim))
     else:
-        from transformers.modeling_rope_utils import ROPE_INIT_FUNCTIONS
+        from transformers.modeling_rope_utils import ROPE_INIT_FUNCTIONS  # heavy: only for scaled RoPE
 
         if rope_type not in ROPE_INIT_FUNCTIONS:
             raise EngineError(f"unsupported rope_type {rope_type!r}")
@@ -125,7 +125,8 @@ class Layer:
 class LlamaModel:
     """Weights as plain tensors and a forward pass that is just a loop over layers."""
 
-    def __init__(self, hf_config, weights: dict[str, torch.Tensor], dtype: torch.dtype, device, max_positions: int):
+    def __init__(self, hf_config, weights: dict[str, torch.Tensor], dtype: torch.dtype, device,
+                 max_positions: int):
         self.arch = hf_arch(hf_config)
         c = hf_config
         self.num_layers = c.num_hidden_layers
@@ -173,8 +174,9 @@ class LlamaModel:
             # into the qwen3 q_norm weight where there is one, else into q_proj's rows.
             scale = hd ** -0.5
             if a + "q_norm.weight" in weights:  # qwen3: per-head RMSNorm on q and k before RoPE
-                layer.qk_norm = torch.cat([(weights[a + "q_norm.weight"].float() * scale).to(dtype).expand(nh, hd),
-                                           w(a + "k_norm.weight").expand(nkv, hd)]).to(self.device)
+                q_norm = (weights[a + "q_norm.weight"].float() * scale).to(dtype).expand(nh, hd)
+                k_norm = w(a + "k_norm.weight").expand(nkv, hd)
+                layer.qk_norm = torch.cat([q_norm, k_norm]).to(self.device)
             else:
                 layer.qkv_w[: nh * hd] = (weights[a + "q_proj.weight"].float() * scale).to(dtype)
                 if layer.qkv_b is not None and a + "q_proj.bias" in weights:
@@ -194,7 +196,8 @@ class LlamaModel:
     def _prepack(self) -> None:
         pack = torch.ops.mkldnn._reorder_linear_weight
         try:
-            packed = [[pack(getattr(layer, n), 1) for n in ("qkv_w", "o_w", "gu_w", "down_w")] for layer in self.layers]
+            names = ("qkv_w", "o_w", "gu_w", "down_w")
+            packed = [[pack(getattr(layer, n), 1) for n in names] for layer in self.layers]
             lm_head = pack(self.lm_head, 1)
             mkldnn_linear(torch.zeros(1, self.hidden_size, dtype=self.dtype), lm_head)
         except RuntimeError:
@@ -218,7 +221,8 @@ class LlamaModel:
             if k < 1:
                 raise EngineError("a span needs at least one token")
             if span.start + k > self.max_positions:
-                raise EngineError(f"position {span.start + k - 1} is beyond the RoPE table ({self.max_positions})")
+                raise EngineError(
+                    f"position {span.start + k - 1} is beyond the RoPE table ({self.max_positions})")
             offsets.append(len(ids))
             ids.extend(span.token_ids)
             pos = range(span.start, span.start + k)
@@ -234,11 +238,13 @@ class LlamaModel:
             if len(span.token_ids) > MAX_BATCHED_SPAN:
                 groups.append(self._long_group(span, offsets[i], block_size))
         if small:
-            groups.append(self._batched_group([spans[i] for i in small], [offsets[i] for i in small], block_size))
+            small_spans, small_offsets = [spans[i] for i in small], [offsets[i] for i in small]
+            groups.append(self._batched_group(small_spans, small_offsets, block_size))
         identity = len(groups) == 1 and groups[0].valid is None and (
             isinstance(groups[0].token_index, slice) or groups[0].batch * groups[0].qmax == total)
         as_long = lambda xs: torch.tensor(xs, dtype=torch.long, device=dev)  # noqa: E731
-        return ForwardBatch(as_long(ids), as_long(positions), as_long(slots), as_long(logits_rows), groups, identity)
+        return ForwardBatch(as_long(ids), as_long(positions), as_long(slots), as_long(logits_rows), groups,
+                            identity)
 
     def _context_slots(self, span: Span, block_size: int) -> torch.Tensor:
         ctx = span.start + len(span.token_ids)

@@ -12,12 +12,9 @@ from __future__ import annotations
 
 import hashlib
 from collections import OrderedDict, deque
-from typing import TYPE_CHECKING
 
 from deltaserve.engine.errors import EngineError
-
-if TYPE_CHECKING:
-    from deltaserve.engine.sequence import Sequence
+from deltaserve.engine.sequence import Sequence
 
 
 def block_hash(parent: bytes | None, tokens: tuple[int, ...], salt: str | None) -> bytes:

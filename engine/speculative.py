@@ -24,7 +24,7 @@ check the two agree.
 
 Exactness holds to the last bit in float32; in bfloat16 a k+1-row verify pass rounds differently from a
 1-row decode pass (as batching does), so a near-tie can flip a greedy token (seen once in 4 open-ended
-100-token answers in engine/bench_speculative.py).
+100-token answers of `deltaserve bench spec`).
 """
 
 from __future__ import annotations
@@ -32,14 +32,11 @@ from __future__ import annotations
 import bisect
 import weakref
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING
 
 import torch
 
+from deltaserve.engine.sequence import Sequence
 from deltaserve.errors import EngineError
-
-if TYPE_CHECKING:
-    from deltaserve.engine.sequence import Sequence
 
 
 @dataclass
@@ -95,7 +92,8 @@ class _Prediction:
         new = tokens[self.mark:L]
         self.mark = L
         ahead = self.tokens[self.cursor:self.cursor + len(new)]
-        same = next((i for i, (a, b) in enumerate(zip(new, ahead, strict=False)) if a != b), min(len(new), len(ahead)))
+        diffs = (i for i, (a, b) in enumerate(zip(new, ahead, strict=False)) if a != b)
+        same = next(diffs, min(len(new), len(ahead)))
         self.cursor += same  # the output followed the prediction this far
         if same < len(new):
             found = self._resync(tokens, n_min, n_max)
@@ -166,7 +164,8 @@ class PromptLookupDrafter:
 
 def make_drafter(engine) -> PromptLookupDrafter:
     c = engine.config
-    return PromptLookupDrafter(engine.tokenizer, c.num_speculative_tokens, c.prompt_lookup_min, c.prompt_lookup_max)
+    return PromptLookupDrafter(engine.tokenizer, c.num_speculative_tokens, c.prompt_lookup_min,
+                               c.prompt_lookup_max)
 
 
 def accept_draft(probs: torch.Tensor, draft: int, generator: torch.Generator | None = None) -> int:

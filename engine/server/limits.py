@@ -11,7 +11,7 @@ class ServerLimits(BaseModel):
     max_prompt_tokens: int | None = Field(
         default=None, ge=1, description="longest prompt, in tokens (None: the model's context length)")
     max_tokens: int = Field(
-        default=4096, ge=1, description="largest max_tokens a request may ask for (the cap when it sets none)")
+        default=4096, ge=1, description="largest max_tokens a request may ask (the cap when it sets none)")
     max_waiting: int = Field(
         default=256, ge=0, description="requests allowed to wait beyond one running batch")
     max_body_bytes: int = Field(
