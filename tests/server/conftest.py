@@ -28,7 +28,8 @@ def start_server(path, engine_kwargs=None, **app_kwargs):
 
 @pytest.fixture(scope="session")
 def server(tiny_llama):
-    srv = start_server(tiny_llama, {"max_num_seqs": 32, "speculative": True})  # `prediction` tests need drafts
+    # speculative: the `prediction` tests need drafts
+    srv = start_server(tiny_llama, {"max_num_seqs": 32, "speculative": True})
     yield srv
     srv.stop()
 
@@ -71,5 +72,6 @@ def _wait_idle(client: httpx.Client, timeout_s: float = 30.0) -> dict:
 
 @pytest.fixture()
 def wait_idle():
-    """/stats once no request is in flight (aborts are processed between engine steps); gives up after 30 s."""
+    """/stats once no request is in flight (aborts are processed between engine steps); gives up after
+    30 s."""
     return _wait_idle

@@ -66,7 +66,8 @@ def test_invalid_request_raises_in_caller_only(bridge):
 
 def test_overload_is_refused_and_abort_frees_blocks(bridge):
     async def main():
-        held = [await bridge.add_request(prepare([7, 8, 9], max_tokens=1500)) for _ in range(3)]  # 2 run + 1 waits
+        # 2 run + 1 waits
+        held = [await bridge.add_request(prepare([7, 8, 9], max_tokens=1500)) for _ in range(3)]
         with pytest.raises(EngineOverloadedError):
             await bridge.add_request(prepare([1]))
         for stream in held:

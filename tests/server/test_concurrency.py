@@ -10,7 +10,8 @@ import httpx
 TINY = "tiny"
 
 
-async def stream_chat(client: httpx.AsyncClient, i: int, max_tokens: int, leave_after: int | None = None) -> dict:
+async def stream_chat(client: httpx.AsyncClient, i: int, max_tokens: int,
+                      leave_after: int | None = None) -> dict:
     """One streaming chat; returns what the client saw. `leave_after`: disconnect after that many chunks."""
     body = {"model": TINY, "messages": [{"role": "user", "content": f"Client {i}: count to ten."}],
             "max_tokens": max_tokens, "ignore_eos": True, "temperature": 0, "stream": True,
@@ -64,7 +65,8 @@ def test_clients_that_disconnect_early_free_their_kv_blocks(server, http, wait_i
     async def main():
         async with httpx.AsyncClient(base_url=server.url, timeout=120) as client:
             # Long generations (1500 tokens each) that every client abandons after 3 chunks.
-            return await asyncio.gather(*(stream_chat(client, i, max_tokens=1500, leave_after=3) for i in range(8)))
+            streams = (stream_chat(client, i, max_tokens=1500, leave_after=3) for i in range(8))
+            return await asyncio.gather(*streams)
 
     results = asyncio.run(main())
     assert not any(r["done"] for r in results)

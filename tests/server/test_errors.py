@@ -21,7 +21,8 @@ BAD_REQUESTS = [
     ("empty_messages", CHAT, {**GOOD, "messages": []}, 400, "messages", "invalid_value"),
     ("missing_messages", CHAT, {"model": TINY}, 400, "messages", "invalid_value"),
     ("missing_model", CHAT, {"messages": GOOD["messages"]}, 400, "model", "invalid_value"),
-    ("bad_role", CHAT, {**GOOD, "messages": [{"role": "wizard", "content": "x"}]}, 400, None, "invalid_value"),
+    ("bad_role", CHAT, {**GOOD, "messages": [{"role": "wizard", "content": "x"}]}, 400, None,
+     "invalid_value"),
     ("temperature_too_high", CHAT, {**GOOD, "temperature": 7}, 400, "temperature", "invalid_value"),
     ("top_p_zero", CHAT, {**GOOD, "top_p": 0}, 400, "top_p", "invalid_value"),
     ("five_stops", CHAT, {**GOOD, "stop": ["a", "b", "c", "d", "e"]}, 400, "stop", "invalid_value"),
@@ -74,8 +75,8 @@ def test_unknown_route_and_wrong_method(http):
 
 
 def test_unknown_fields_are_ignored(http):
-    r = http.post(CHAT, json={**GOOD, "frobnicate": {"x": 1}, "metadata": {"k": "v"}, "parallel_tool_calls": False,
-                              "user": "alice"})
+    r = http.post(CHAT, json={**GOOD, "frobnicate": {"x": 1}, "metadata": {"k": "v"},
+                              "parallel_tool_calls": False, "user": "alice"})
     assert r.status_code == 200
     assert r.json()["usage"]["prompt_tokens_details"]["cached_tokens"] >= 0
 

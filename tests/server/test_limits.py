@@ -27,7 +27,8 @@ def error_of(r: httpx.Response, status: int) -> dict:
 
 def test_each_limit_returns_its_status_then_server_serves(limited):
     with httpx.Client(base_url=limited.url, timeout=60) as http:
-        long_prompt = {"model": TINY, "messages": [{"role": "user", "content": "word " * 200}], "max_tokens": 2}
+        long_prompt = {"model": TINY, "messages": [{"role": "user", "content": "word " * 200}],
+                       "max_tokens": 2}
         e = error_of(http.post(CHAT, json=long_prompt), 400)
         assert "at most 64" in e["message"]
 
@@ -45,7 +46,8 @@ def test_each_limit_returns_its_status_then_server_serves(limited):
 
         e = error_of(http.post(CHAT, content=chunks(), headers={"content-type": "application/json"}), 413)
 
-        ok = http.post(CHAT, json={"model": TINY, "messages": [{"role": "user", "content": "hi"}], "max_tokens": 2})
+        ok = http.post(CHAT, json={"model": TINY, "messages": [{"role": "user", "content": "hi"}],
+                                   "max_tokens": 2})
         assert ok.status_code == 200
 
 

@@ -20,8 +20,8 @@ def test_litellm_non_streaming_and_streaming(server, provider):
     assert r.choices[0].message.content
     assert r.usage.completion_tokens <= 6
     assert isinstance(r.usage.prompt_tokens_details.cached_tokens, int)
-    chunks = list(litellm.completion(model=f"{provider}/tiny", api_base=base, api_key="EMPTY", messages=MESSAGES,
-                                     max_tokens=6, temperature=0, stream=True,
+    chunks = list(litellm.completion(model=f"{provider}/tiny", api_base=base, api_key="EMPTY",
+                                     messages=MESSAGES, max_tokens=6, temperature=0, stream=True,
                                      stream_options={"include_usage": True}))
     text = "".join(c.choices[0].delta.content or "" for c in chunks if c.choices)
     assert text == r.choices[0].message.content
@@ -59,7 +59,8 @@ def test_cache_salt_isolates_cached_prefixes(server):
 def test_prediction_reaches_the_server(server):
     base = server.url + "/v1"
     plain = complete("openai/tiny", MESSAGES, max_tokens=20, api_base=base, ignore_eos=True)
-    c = complete("openai/tiny", MESSAGES, max_tokens=20, api_base=base, prediction=plain.text, ignore_eos=True)
+    c = complete("openai/tiny", MESSAGES, max_tokens=20, api_base=base, prediction=plain.text,
+                 ignore_eos=True)
     assert c.text == plain.text and c.completion_tokens == 20
     assert c.accepted_draft_tokens > 0  # the server drafted from the prediction and reported it back
 

@@ -23,7 +23,8 @@ def local_tiny(tiny_llama):
 
 
 def test_local_gives_the_same_greedy_text_as_the_server(server, local_tiny):
-    via_server = complete("openai/tiny", MESSAGES, max_tokens=16, api_base=server.url + "/v1", ignore_eos=True)
+    via_server = complete("openai/tiny", MESSAGES, max_tokens=16, api_base=server.url + "/v1",
+                          ignore_eos=True)
     in_process = complete(local_tiny, MESSAGES, max_tokens=16, ignore_eos=True)
     assert in_process.text == via_server.text
     assert in_process.completion_tokens == via_server.completion_tokens == 16
@@ -33,7 +34,8 @@ def test_local_gives_the_same_greedy_text_as_the_server(server, local_tiny):
 def test_local_usage_and_metrics(local_tiny):
     msgs = [{"role": "system", "content": CONTEXT}, {"role": "user", "content": "one"}]
     first = complete(local_tiny, msgs, max_tokens=3)
-    second = complete(local_tiny, [msgs[0], {"role": "user", "content": "two"}], max_tokens=3, ignore_eos=True)
+    second = complete(local_tiny, [msgs[0], {"role": "user", "content": "two"}], max_tokens=3,
+                      ignore_eos=True)
     assert first.prompt_tokens > 300
     assert 0 < second.cached_tokens < second.prompt_tokens
     assert second.completion_tokens == 3 and second.finish_reason == "length"
@@ -58,7 +60,8 @@ def test_local_through_plain_litellm_sync_and_async(local_tiny):
 
     async def both():
         a = await litellm.acompletion(model=local_tiny, messages=MESSAGES, max_tokens=4, temperature=0)
-        s = await litellm.acompletion(model=local_tiny, messages=MESSAGES, max_tokens=4, temperature=0, stream=True)
+        s = await litellm.acompletion(model=local_tiny, messages=MESSAGES, max_tokens=4, temperature=0,
+                                      stream=True)
         text = "".join([c.choices[0].delta.content or "" async for c in s if c.choices])
         return a.choices[0].message.content, text
 
@@ -67,7 +70,8 @@ def test_local_through_plain_litellm_sync_and_async(local_tiny):
 
 
 def test_abandoned_local_stream_frees_its_blocks(local_tiny):
-    stream = litellm.completion(model=local_tiny, messages=MESSAGES, max_tokens=500, ignore_eos=True, stream=True)
+    stream = litellm.completion(model=local_tiny, messages=MESSAGES, max_tokens=500, ignore_eos=True,
+                                stream=True)
     next(iter(stream))
     stream.completion_stream.close()  # the caller stops reading
     stats = local_engine("tiny").stats()

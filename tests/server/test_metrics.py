@@ -24,7 +24,8 @@ def value(samples, name: str, **labels) -> float:
 def test_metrics_names_and_counters_move_by_expected_amounts(http, wait_idle):
     wait_idle(http)
     before = scrape(http)
-    for name in ["deltaserve:time_to_first_token_seconds_count", "deltaserve:inter_token_latency_seconds_count",
+    for name in ["deltaserve:time_to_first_token_seconds_count",
+                 "deltaserve:inter_token_latency_seconds_count",
                  "deltaserve:e2e_request_latency_seconds_count", "deltaserve:prompt_tokens_total",
                  "deltaserve:generation_tokens_total", "deltaserve:prefix_cache_queries_total",
                  "deltaserve:prefix_cache_hits_total", "deltaserve:num_requests_running",
@@ -37,7 +38,8 @@ def test_metrics_names_and_counters_move_by_expected_amounts(http, wait_idle):
     for i in range(3):
         r = http.post("/v1/chat/completions", json={
             "model": TINY, "max_tokens": 5, "ignore_eos": True, "temperature": 0,
-            "messages": [{"role": "system", "content": prefix}, {"role": "user", "content": f"question {i}"}]})
+            "messages": [{"role": "system", "content": prefix},
+                         {"role": "user", "content": f"question {i}"}]})
         assert r.status_code == 200
         usages.append(r.json()["usage"])
     http.get("/no/such/route")

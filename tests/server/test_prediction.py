@@ -1,4 +1,5 @@
-"""`prediction` (Predicted Outputs) reaches the engine's speculative decoder and shows in usage and /metrics."""
+"""`prediction` (Predicted Outputs) reaches the engine's speculative decoder, and shows in usage and
+/metrics."""
 
 from __future__ import annotations
 
