@@ -122,6 +122,34 @@ class Layer:
                  "down_w", "down_b")
 
 
+class _Weights:
+    """The checkpoint's tensors, read onto the model's device and dtype."""
+
+    def __init__(self, weights: dict[str, torch.Tensor], dtype: torch.dtype, device: torch.device) -> None:
+        self.raw, self.dtype, self.device = weights, dtype, device
+
+    def __contains__(self, name: str) -> bool:
+        return name in self.raw
+
+    def get(self, name: str) -> torch.Tensor:
+        return self.raw[name].to(device=self.device, dtype=self.dtype).contiguous()
+
+    def optional(self, name: str) -> torch.Tensor | None:
+        return self.get(name) if name in self.raw else None
+
+    def cat_optional(self, names: list[str], sizes: list[int]) -> torch.Tensor | None:
+        """The named tensors concatenated (zeros for missing ones), or None when none of them exists."""
+        if not any(n in self.raw for n in names):
+            return None
+        parts = [self.get(n) if n in self.raw else torch.zeros(s, dtype=self.dtype, device=self.device)
+                 for n, s in zip(names, sizes, strict=True)]
+        return torch.cat(parts)
+
+    def scaled(self, name: str, scale: float) -> torch.Tensor:
+        """The tensor times `scale`, computed in float32 before rounding to the model's dtype."""
+        return (self.raw[name].float() * scale).to(self.dtype)
+
+
 class LlamaModel:
     """Weights as plain tensors and a forward pass that is just a loop over layers."""
 
@@ -141,57 +169,45 @@ class LlamaModel:
         act = getattr(c, "hidden_act", "silu")
         if act != "silu":
             raise EngineError(f"unsupported hidden_act {act!r} (only silu / SwiGLU)")
-
-        def w(name: str) -> torch.Tensor:
-            return weights[name].to(device=self.device, dtype=dtype).contiguous()
-
-        def opt(name: str) -> torch.Tensor | None:
-            return w(name) if name in weights else None
-
-        def cat_opt(names: list[str], sizes: list[int]) -> torch.Tensor | None:
-            if not any(n in weights for n in names):
-                return None
-            parts = [w(n) if n in weights else torch.zeros(s, dtype=dtype, device=self.device)
-                     for n, s in zip(names, sizes, strict=True)]
-            return torch.cat(parts)
-
-        hd, nh, nkv = self.head_dim, self.num_heads, self.num_kv_heads
-        self.embed = w("model.embed_tokens.weight")
-        self.final_norm = w("model.norm.weight")
-        self.lm_head = self.embed if "lm_head.weight" not in weights else w("lm_head.weight")
-        self.layers: list[Layer] = []
-        for i in range(self.num_layers):
-            p = f"model.layers.{i}."
-            a, m = p + "self_attn.", p + "mlp."
-            layer = Layer()
-            layer.in_norm = w(p + "input_layernorm.weight")
-            layer.post_norm = w(p + "post_attention_layernorm.weight")
-            layer.qkv_w = torch.cat([w(a + "q_proj.weight"), w(a + "k_proj.weight"), w(a + "v_proj.weight")])
-            layer.qkv_b = cat_opt([a + "q_proj.bias", a + "k_proj.bias", a + "v_proj.bias"],
-                                  [nh * hd, nkv * hd, nkv * hd])
-            layer.qk_norm = None
-            # The attention scale 1/sqrt(head_dim) is folded into q (RoPE is linear, so it commutes):
-            # into the qwen3 q_norm weight where there is one, else into q_proj's rows.
-            scale = hd ** -0.5
-            if a + "q_norm.weight" in weights:  # qwen3: per-head RMSNorm on q and k before RoPE
-                q_norm = (weights[a + "q_norm.weight"].float() * scale).to(dtype).expand(nh, hd)
-                k_norm = w(a + "k_norm.weight").expand(nkv, hd)
-                layer.qk_norm = torch.cat([q_norm, k_norm]).to(self.device)
-            else:
-                layer.qkv_w[: nh * hd] = (weights[a + "q_proj.weight"].float() * scale).to(dtype)
-                if layer.qkv_b is not None and a + "q_proj.bias" in weights:
-                    layer.qkv_b[: nh * hd] = (weights[a + "q_proj.bias"].float() * scale).to(dtype)
-            layer.o_w, layer.o_b = w(a + "o_proj.weight"), opt(a + "o_proj.bias")
-            layer.gu_w = torch.cat([w(m + "gate_proj.weight"), w(m + "up_proj.weight")])
-            inter = layer.gu_w.shape[0] // 2
-            layer.gu_b = cat_opt([m + "gate_proj.bias", m + "up_proj.bias"], [inter, inter])
-            layer.down_w, layer.down_b = w(m + "down_proj.weight"), opt(m + "down_proj.bias")
-            self.layers.append(layer)
+        w = _Weights(weights, dtype, self.device)
+        self.embed = w.get("model.embed_tokens.weight")
+        self.final_norm = w.get("model.norm.weight")
+        self.lm_head = self.embed if "lm_head.weight" not in w else w.get("lm_head.weight")
+        self.layers = [self._layer(w, i) for i in range(self.num_layers)]
         self.linear = F.linear
         if can_prepack(dtype, self.device):
             self._prepack()
-        self.cos, self.sin = rope_tables(c, hd, max_positions, dtype, self.device)
+        self.cos, self.sin = rope_tables(c, self.head_dim, max_positions, dtype, self.device)
         self.max_positions = max_positions
+
+    def _layer(self, w: _Weights, i: int) -> Layer:
+        hd, nh, nkv = self.head_dim, self.num_heads, self.num_kv_heads
+        p = f"model.layers.{i}."
+        a, m = p + "self_attn.", p + "mlp."
+        layer = Layer()
+        layer.in_norm = w.get(p + "input_layernorm.weight")
+        layer.post_norm = w.get(p + "post_attention_layernorm.weight")
+        qkv = ("q_proj", "k_proj", "v_proj")
+        layer.qkv_w = torch.cat([w.get(f"{a}{proj}.weight") for proj in qkv])
+        layer.qkv_b = w.cat_optional([f"{a}{proj}.bias" for proj in qkv], [nh * hd, nkv * hd, nkv * hd])
+        layer.qk_norm = None
+        # The attention scale 1/sqrt(head_dim) is folded into q (RoPE is linear, so it commutes):
+        # into the qwen3 q_norm weight where there is one, else into q_proj's rows.
+        scale = hd ** -0.5
+        if a + "q_norm.weight" in w:  # qwen3: per-head RMSNorm on q and k before RoPE
+            q_norm = w.scaled(a + "q_norm.weight", scale).expand(nh, hd)
+            k_norm = w.get(a + "k_norm.weight").expand(nkv, hd)
+            layer.qk_norm = torch.cat([q_norm, k_norm]).to(self.device)
+        else:
+            layer.qkv_w[: nh * hd] = w.scaled(a + "q_proj.weight", scale)
+            if layer.qkv_b is not None and a + "q_proj.bias" in w:
+                layer.qkv_b[: nh * hd] = w.scaled(a + "q_proj.bias", scale)
+        layer.o_w, layer.o_b = w.get(a + "o_proj.weight"), w.optional(a + "o_proj.bias")
+        layer.gu_w = torch.cat([w.get(m + "gate_proj.weight"), w.get(m + "up_proj.weight")])
+        inter = layer.gu_w.shape[0] // 2
+        layer.gu_b = w.cat_optional([m + "gate_proj.bias", m + "up_proj.bias"], [inter, inter])
+        layer.down_w, layer.down_b = w.get(m + "down_proj.weight"), w.optional(m + "down_proj.bias")
+        return layer
 
     def _prepack(self) -> None:
         pack = torch.ops.mkldnn._reorder_linear_weight
