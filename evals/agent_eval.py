@@ -22,17 +22,18 @@ from deltaserve.evals.report import write_report
 from deltaserve.evals.results import append_row, load_rows, rows_of
 from deltaserve.evals.task_suite import Task, load_tasks
 from deltaserve.harness import Agent
+from deltaserve.harness.config import DEFAULT_MODEL, AgentConfig
 from deltaserve.tools.tests import run_tests
 from deltaserve.tools.workspace import Workspace
 
 
 @dataclass
 class AgentEvalConfig:
-    models: list[str] = field(default_factory=lambda: ["local/smollm2-135m"])
+    models: list[str] = field(default_factory=lambda: [DEFAULT_MODEL])
     formats: list[str] = field(default_factory=lambda: ["udiff", "search_replace", "whole"])
     task_ids: list[str] | None = None
-    max_steps: int = 4
-    max_tokens: int = 1024
+    max_steps: int = 4  # per run; fewer than the agent's own default, the suite is long
+    max_tokens: int = AgentConfig.model_fields["max_tokens"].default
     api_base: str | None = None
     out_dir: Path = Path("runs/agent")
     tasks_dir: Path | None = None

@@ -22,7 +22,7 @@ from pathlib import Path
 
 from unidiff import PatchSet
 
-from deltaserve.engine import Engine, SamplingParams
+from deltaserve.engine import Engine, EngineConfig, SamplingParams
 from deltaserve.errors import EvalError
 from deltaserve.evals.check_tasks import TEST_ENV, copy_repo, test_command
 from deltaserve.evals.gold_replies import gold_replies
@@ -46,7 +46,7 @@ QUICK_REPLAY_TASKS = 1
 
 @dataclass
 class DecodeCostConfig:
-    model: str = "smollm2-135m"
+    model: str = EngineConfig.model_fields["model"].default
     task_ids: list[str] | None = None
     formats: list[str] | None = None
     quick: bool = False

@@ -17,18 +17,22 @@ from pathlib import Path
 
 from rich.console import Console
 
+from deltaserve.engine import EngineConfig
 from deltaserve.errors import TaskError
 from deltaserve.evals.check_tasks import copy_repo, test_command
+from deltaserve.evals.console import print_decode_summary
 from deltaserve.evals.decode_cost import DecodeCostConfig, edited_sizes, load_engine, run_decode_cost_eval
 from deltaserve.evals.task_suite import load_tasks
+from deltaserve.harness import Agent, formats
+from deltaserve.harness.local_provider import PREFIX, register_local_engine
 
 
 @dataclass
 class DemoConfig:
-    model: str = "smollm2-135m"
+    model: str = EngineConfig.model_fields["model"].default  # an engine model: bundled name, HF dir or .gguf
     task_id: str | None = None  # default: the task with the smallest edited file
-    edit_format: str = "udiff"
-    max_steps: int = 2
+    edit_format: str = formats.DEFAULT
+    max_steps: int = 2  # a quick demo: fewer and shorter replies than the agent's own defaults
     max_tokens: int = 256
     run_agent: bool = True
     run_eval: bool = True
@@ -48,9 +52,6 @@ def pick_demo_task(tasks):
 
 
 def run_demo(config: DemoConfig, console: Console | None = None, engine=None) -> dict:
-    from deltaserve.harness import Agent
-    from deltaserve.harness.client import register_local_engine
-
     console = console or Console()
     out_dir = Path(config.out_dir or default_out_dir())
     out_dir.mkdir(parents=True, exist_ok=True)
@@ -74,7 +75,7 @@ def run_demo(config: DemoConfig, console: Console | None = None, engine=None) ->
         if repo.exists():
             shutil.rmtree(repo)
         copy_repo(task, repo.parent)
-        agent = Agent(repo, task.spec.description, test_cmd=test_command(task), model=f"local/{local_name}",
+        agent = Agent(repo, task.spec.description, test_cmd=test_command(task), model=f"{PREFIX}{local_name}",
                       edit_format=config.edit_format, max_steps=config.max_steps, max_tokens=config.max_tokens,
                       allow_dirty=True, trace=out_dir / "agent" / "trace.jsonl", console=console)
         report = agent.run()
@@ -90,9 +91,7 @@ def run_demo(config: DemoConfig, console: Console | None = None, engine=None) ->
                              task_ids=config.eval_task_ids),
             engine=engine,
         )
-        from deltaserve.cli.eval import print_summary
-
-        print_summary(eval_result, console)
+        print_decode_summary(eval_result, console)
         result["decode_cost"] = eval_result
     console.rule("done")
     console.print(f"Everything is in {out_dir}")

@@ -14,8 +14,8 @@ from dataclasses import dataclass
 
 from deltaserve.errors import EvalError
 from deltaserve.harness import feedback, formats, lookups
-from deltaserve.harness.agent import first_prompt
 from deltaserve.harness.prompt import Prompt
+from deltaserve.harness.task_prompt import first_prompt
 from deltaserve.tools.patch import PatchError
 
 

@@ -1,17 +1,23 @@
 """deltaserve harness: an agent loop that edits by diff and accounts for every prefill and decode token saved.
 
-    from deltaserve.harness import Agent, StepReport, RunReport, formats
+    from deltaserve.harness import Agent, AgentConfig, StepReport, RunReport, formats
 """
 
-from deltaserve.harness import formats
-from deltaserve.harness.accounting import RunReport, StepReport
+import os
 
-__all__ = ["Agent", "RunReport", "StepReport", "formats"]
+# litellm (imported by the client and the local provider) otherwise fetches its price list from the internet.
+os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
+
+from deltaserve.harness import formats  # noqa: E402
+from deltaserve.harness.accounting import RunReport, StepReport  # noqa: E402
+from deltaserve.harness.config import AgentConfig  # noqa: E402
+
+__all__ = ["Agent", "AgentConfig", "RunReport", "StepReport", "formats"]
 
 
-def __getattr__(name):  # Agent pulls in rich and the tools; load it only when asked for
-    if name == "Agent":
+def __getattr__(name):
+    if name == "Agent":  # the agent pulls in litellm and the engine (seconds); load it only when asked for
         from deltaserve.harness.agent import Agent
 
         return Agent
-    raise AttributeError(f"module 'harness' has no attribute {name!r}")
+    raise AttributeError(f"module 'deltaserve.harness' has no attribute {name!r}")

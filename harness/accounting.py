@@ -1,4 +1,4 @@
-"""Per-step and per-run accounting of prefill and decode tokens saved (DESIGN.md, "The savings, exactly").
+"""Per-step and per-run accounting of prefill and decode tokens saved.
 
 Inputs are measurements (what the provider or engine reported, tokens counted with the model's own
 tokenizer); the savings are computed fields, so a report cannot carry numbers that disagree with them.
@@ -8,17 +8,19 @@ None means "the provider did not say" and is shown as "unknown" (never silently 
 from __future__ import annotations
 
 import json
-import os
 from collections.abc import Iterable
 from pathlib import Path
 
 from pydantic import BaseModel, computed_field
 
+from deltaserve.harness.formats import whole
+
 
 class ApplyOutcome(BaseModel):
     ok: bool
     files_changed: list[str] = []
-    strategies: list[str] = []  # per hunk, how it matched: one of tools.patch.HUNK_STRATEGIES (exact, rstrip, ...)
+    # per hunk, how it matched: one of tools.patch.HUNK_STRATEGIES (exact, rstrip, ...)
+    strategies: list[str] = []
     error: str | None = None  # the PatchError message the model was shown
     dry_run: bool = False
 
@@ -54,7 +56,7 @@ def _sum(values: Iterable[int | float | None]) -> int | float | None:
 
 
 class _Savings(BaseModel):
-    """The DESIGN.md formulas, written once for a step and for a run (whose token counts are sums of its steps')."""
+    """The savings formulas, written once for a step and for a run (whose token counts are sums of its steps')."""
 
     @computed_field
     @property
@@ -69,7 +71,8 @@ class _Savings(BaseModel):
     @computed_field
     @property
     def decode_saved(self) -> int:
-        return self.whole_file_tokens - self.completion_tokens  # negative when the edit cost more than `whole`
+        # negative when the edit cost more than `whole`
+        return self.whole_file_tokens - self.completion_tokens
 
 
 class StepReport(_Savings):
@@ -187,53 +190,4 @@ class RunReport(_Savings):
 
 def whole_file_tokens(new_contents: dict[str, str | None], count) -> int:
     """Tokens of the `whole` reply carrying edits whose post-edit files are `new_contents` (PatchResult's)."""
-    from deltaserve.harness.formats import whole
-
     return count(whole.render(new_contents)) if new_contents else 0
-
-
-def find_tokenizer(model: str):
-    """The model's own tokenizer when we can have it without downloading anything: the in-process engine's for
-    `local/<name>`; for `provider/<name>` (e.g. `openai/smollm2-135m` against `deltaserve serve`) one our
-    engine's loader resolves or one already in the Hugging Face cache. None: let litellm count."""
-    if model.startswith("local/"):
-        from deltaserve.harness.client import local_engine
-
-        return local_engine(model.removeprefix("local/")).tokenizer
-    name = model.split("/", 1)[1] if "/" in model else model
-    from transformers import AutoTokenizer
-
-    try:
-        from deltaserve.engine.errors import ModelNotFoundError
-        from deltaserve.engine.loader import convert_gguf, resolve_source
-
-        try:
-            source = resolve_source(name)
-            return AutoTokenizer.from_pretrained(convert_gguf(source) if source.is_file() else source)
-        except ModelNotFoundError:
-            pass
-        return AutoTokenizer.from_pretrained(name, local_files_only=True)
-    except (OSError, ValueError):
-        return None
-
-
-class TokenCounter:
-    """Counts text tokens with the model's own tokenizer (see find_tokenizer); litellm's token_counter (the
-    provider's tokenizer where litellm knows it, tiktoken otherwise) when there is none."""
-
-    def __init__(self, model: str, tokenizer=None):
-        self.model = model
-        self.tokenizer = tokenizer if tokenizer is not None else find_tokenizer(model)
-
-    def count(self, text: str) -> int:
-        if not text:
-            return 0
-        if self.tokenizer is not None:
-            return len(self.tokenizer.encode(text, add_special_tokens=False))
-        os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")  # else litellm fetches prices on import
-        import litellm
-
-        return litellm.token_counter(model=self.model, text=text)
-
-    def __call__(self, text: str) -> int:
-        return self.count(text)

@@ -8,6 +8,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from deltaserve.harness.prompt import render_file
+from deltaserve.tools.files import grep
 
 MAX_FILES = 6
 MAX_FILE_CHARS = 12_000
@@ -68,11 +69,10 @@ def definition_files(workspace, names: list[str]) -> list[str]:
     """Files defining any of these names (`def name` / `class name`), via tools.files.grep."""
     if not names:
         return []
-    from deltaserve.tools.files import grep
-
     found: list[str] = []
     for name in names:
-        hits = grep(workspace, rf"^\s*(async\s+def|def|class)\s+{re.escape(name)}\b")  # "path:line: text" lines
+        # "path:line: text" lines
+        hits = grep(workspace, rf"^\s*(async\s+def|def|class)\s+{re.escape(name)}\b")
         for m in re.finditer(r"^(.+?):\d+: ", hits, flags=re.MULTILINE):
             if m.group(1) not in found:
                 found.append(m.group(1))
@@ -94,7 +94,8 @@ def gather(workspace, task: str, test_output: str = "", max_files: int = MAX_FIL
         except ValueError:
             continue  # binary or unreadable: not context
         cap = min(max_file_chars, max_total_chars - total)
-        shown = text if len(text) <= cap else text[: text.rfind("\n", 0, cap) + 1] or text[:cap]  # whole lines
+        # whole lines
+        shown = text if len(text) <= cap else text[: text.rfind("\n", 0, cap) + 1] or text[:cap]
         files.append(ContextFile(path, shown, truncated=len(shown) < len(text)))
         total += len(shown)
     return files

@@ -12,11 +12,11 @@ def tail(text: str, limit: int = OUTPUT_TAIL_CHARS) -> str:
     return text if len(text) <= limit else "...\n" + text[-limit:]
 
 
-def describe_tests(result, cmd: str) -> str:
-    """A tools.tests.TestResult: verdict, counts and the output's tail."""
+def describe_tests(result, cmd: str, tail_chars: int = OUTPUT_TAIL_CHARS) -> str:
+    """A tools.tests.TestResult: verdict, counts and the output's last `tail_chars`."""
     verdict = "PASS" if result.ok else ("TIMED OUT" if result.timed_out else "FAIL")
     counts = f"{result.passed} passed, {result.failed} failed, {result.errors} errors"
-    return f"Tests (`{cmd}`): {verdict} ({counts})\n```\n{tail(result.output)}\n```"
+    return f"Tests (`{cmd}`): {verdict} ({counts})\n```\n{tail(result.output, tail_chars)}\n```"
 
 
 def unreadable_edits(error: object) -> str:

@@ -34,11 +34,10 @@ class LiveTable:
             self.table.add_column(name, justify="left" if name in ("action", "outcome") else "right", no_wrap=True)
         self._live = Live(self.table, console=self.console, auto_refresh=False)
 
-    def __enter__(self) -> LiveTable:
+    def start(self) -> None:
         self._live.start()
-        return self
 
-    def __exit__(self, *exc) -> None:
+    def stop(self) -> None:
         self._live.stop()
         if not self.console.is_terminal:
             self.console.line()  # Live leaves the cursor after the table's last line

@@ -64,4 +64,5 @@ def _view(lookup: Lookup, workspace, numbered: bool) -> str:
 
 
 def _grep(lookup: Lookup, workspace) -> str:
-    return f"{lookup}:\n" + grep(workspace, lookup.target, max_results=MAX_GREP_HITS)  # "path:line: text" lines
+    # "path:line: text" lines
+    return f"{lookup}:\n" + grep(workspace, lookup.target, max_results=MAX_GREP_HITS)

@@ -5,9 +5,10 @@ from __future__ import annotations
 from pathlib import Path
 
 from deltaserve.harness.accounting import StepReport
+from deltaserve.harness.events import AgentObserver, StepDetails
 
 
-class TraceWriter:
+class TraceWriter(AgentObserver):
     def __init__(self, path: str | Path | None):
         self.path = Path(path) if path else None
         if self.path:
@@ -18,3 +19,6 @@ class TraceWriter:
         if self.path:
             with self.path.open("a") as f:
                 f.write(step.model_dump_json() + "\n")
+
+    def on_step(self, step: StepReport, details: StepDetails) -> None:
+        self.write(step)

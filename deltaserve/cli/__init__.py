@@ -1,19 +1,36 @@
 """`deltaserve` command line: one module per subcommand, each exposing `register(subparsers)`.
 
-A subcommand module adds its parser and sets `func=` to a callable taking the parsed args and returning
-an exit code. Modules are imported lazily by name so a broken optional part cannot break `--help`.
+A subcommand module adds its parser (with the help line from COMMANDS) and sets `func=` to a callable taking
+the parsed args and returning an exit code. Only the module of the command being run is imported: the others
+pull in torch, litellm or the MCP SDK, which `deltaserve --help` and `deltaserve fix` do not need. A
+DeltaserveError (or OSError) a command lets through is printed here as `deltaserve COMMAND: message` and exits
+with the command's `error_exit` (1 unless the command sets another).
 """
 
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import importlib
 import shutil
 import sys
 import textwrap
+from collections.abc import Iterable
+from typing import Any
 
-# Subcommand modules under deltaserve.cli, in the order `--help` lists them.
-COMMANDS = ["fix", "serve", "eval", "bench", "demo", "mcp"]
+from pydantic import BaseModel
+
+from deltaserve.errors import DeltaserveError
+
+# Subcommand modules under deltaserve.cli with their one-line help, in the order `--help` lists them.
+COMMANDS = {
+    "fix": "fix a failing test with an edit-by-diff agent; report tokens saved",
+    "serve": "serve a model over an OpenAI-compatible HTTP API",
+    "eval": "task suite checks, decode-cost and agent evals, reports",
+    "bench": "benchmarks: ours vs HF generate, prefix cache, speculation, load",
+    "demo": "the agent on an example bug, then the quick decode-cost eval",
+    "mcp": "serve the file/patch/test tools over MCP (stdio)",
+}
 
 EXAMPLES = """examples:
   deltaserve demo                                          # the agent on an example bug, then a quick eval
@@ -31,7 +48,19 @@ def wrapped(text: str) -> str:
     return textwrap.fill(text, width)
 
 
-def build_parser() -> argparse.ArgumentParser:
+def default(config: type, field: str) -> Any:
+    """A config class's default for `field` (a pydantic model or a dataclass): options take the defaults their
+    configs define instead of repeating them."""
+    if issubclass(config, BaseModel):
+        return config.model_fields[field].get_default(call_default_factory=True)
+    spec = next(f for f in dataclasses.fields(config) if f.name == field)
+    return spec.default_factory() if spec.default is dataclasses.MISSING else spec.default
+
+
+def build_parser(load: Iterable[str] | None = None) -> argparse.ArgumentParser:
+    """The parser with the subcommands in `load` (default: all) complete; the others carry only their help
+    line, so their modules are not imported."""
+    load = COMMANDS if load is None else set(load)
     parser = argparse.ArgumentParser(
         prog="deltaserve",
         description=wrapped("Make coding agents decode less: a prefix-caching local engine and an edit-by-diff "
@@ -40,19 +69,17 @@ def build_parser() -> argparse.ArgumentParser:
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     subparsers = parser.add_subparsers(dest="command", metavar="COMMAND")
-    for name in COMMANDS:
-        try:
-            module = importlib.import_module(f"deltaserve.cli.{name}")
-        except ModuleNotFoundError as exc:
-            if exc.name != f"deltaserve.cli.{name}":
-                raise
-            continue  # not built yet
-        module.register(subparsers)
+    for name, help_line in COMMANDS.items():
+        if name in load:
+            importlib.import_module(f"deltaserve.cli.{name}").register(subparsers)
+        else:
+            subparsers.add_parser(name, help=help_line)
     return parser
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = build_parser()
+    argv = sys.argv[1:] if argv is None else argv
+    parser = build_parser([a for a in argv if a in COMMANDS][:1])  # only the command being run
     args = parser.parse_args(argv)
     if not getattr(args, "func", None):
         parser.print_help()
@@ -62,6 +89,14 @@ def main(argv: list[str] | None = None) -> int:
     except KeyboardInterrupt:
         print("interrupted", file=sys.stderr)
         return 130
+    except (DeltaserveError, OSError) as exc:
+        message = exc.message if isinstance(exc, DeltaserveError) else _os_message(exc)
+        print(f"deltaserve {args.command}: {message}", file=sys.stderr)
+        return getattr(args, "error_exit", 1)
+
+
+def _os_message(exc: OSError) -> str:
+    return f"{exc.strerror}: {exc.filename}" if exc.strerror and exc.filename else str(exc)
 
 
 if __name__ == "__main__":

@@ -10,6 +10,13 @@ from __future__ import annotations
 
 import argparse
 
+from deltaserve.cli import COMMANDS, default
+from deltaserve.engine import EngineConfig
+from deltaserve.evals.bench import speculative as bench_speculative
+from deltaserve.evals.bench.engine_vs_hf import bench_engine
+from deltaserve.evals.bench.load import register_load
+from deltaserve.evals.bench.prefix import bench_prefix
+
 EPILOG = """examples:
   deltaserve bench engine --dtype bfloat16,float32      # ours vs HF generate, batch 1, 2 threads
   deltaserve bench prefix                               # 5-turn agent workload + 8 concurrent requests
@@ -19,7 +26,7 @@ EPILOG = """examples:
 
 
 def _engine_options(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--model", default="smollm2-135m", help="model name or path (default: %(default)s)")
+    p.add_argument("--model", default=default(EngineConfig, "model"), help="model name or path (default: %(default)s)")
     p.add_argument("--dtype", default="bfloat16,float32",
                    help="comma-separated dtypes to compare; prefix uses the first (default: %(default)s)")
     p.add_argument("--threads", type=int, default=2, help="torch threads (default: %(default)s)")
@@ -27,15 +34,11 @@ def _engine_options(p: argparse.ArgumentParser) -> None:
 
 
 def _run_engine(args) -> int:
-    from deltaserve.evals.bench.engine_vs_hf import bench_engine
-
     bench_engine(args.model, _dtypes(args), args.threads, args.repeats)
     return 0
 
 
 def _run_prefix(args) -> int:
-    from deltaserve.evals.bench.prefix import bench_prefix
-
     bench_prefix(args.model, _dtypes(args)[0], args.threads)
     return 0
 
@@ -45,14 +48,12 @@ def _dtypes(args) -> list[str]:
 
 
 def _run_spec(args) -> int:
-    from deltaserve.evals.bench import speculative as bench_speculative
-
     return bench_speculative.run(args)
 
 
 def register(subparsers) -> None:
     parser = subparsers.add_parser(
-        "bench", help="benchmarks: ours vs HF generate, prefix cache, speculation, load",
+        "bench", help=COMMANDS["bench"],
         description=__doc__, epilog=EPILOG, formatter_class=argparse.RawDescriptionHelpFormatter)
     benches = parser.add_subparsers(dest="bench", metavar="BENCH")
 
@@ -64,13 +65,9 @@ def register(subparsers) -> None:
     _engine_options(p)
     p.set_defaults(func=_run_prefix)
 
-    from deltaserve.evals.bench import speculative as bench_speculative
-
     p = benches.add_parser("spec", help="speculative decoding off vs on: decode passes and seconds")
     bench_speculative.add_arguments(p)
     p.set_defaults(func=_run_spec)
-
-    from deltaserve.evals.bench.load import register_load
 
     register_load(benches)
     parser.set_defaults(func=lambda args: parser.print_help() or 2)

@@ -7,7 +7,15 @@ import sys
 import time
 from pathlib import Path
 
-from deltaserve.errors import DeltaserveError
+from rich.console import Console
+
+from deltaserve.cli import COMMANDS, default
+from deltaserve.evals.agent_eval import AgentEvalConfig, run_agent_eval
+from deltaserve.evals.check_tasks import check_tasks, render_table
+from deltaserve.evals.console import print_decode_summary, print_report
+from deltaserve.evals.decode_cost import DecodeCostConfig, run_decode_cost_eval
+from deltaserve.evals.report import report_from_file
+from deltaserve.evals.task_suite import load_tasks
 
 
 def _comma_list(value: str | None) -> list[str] | None:
@@ -18,18 +26,8 @@ def _default_out(kind: str) -> Path:
     return Path("runs") / f"{kind}-{time.strftime('%Y%m%d-%H%M%S')}"
 
 
-def _error(exc: Exception) -> int:
-    print(f"error: {exc}", file=sys.stderr)
-    return 1
-
-
-def _print_paths(console, paths: dict) -> None:
-    for name, path in paths.items():
-        console.print(f"{name}: {path}")
-
-
 def register(subparsers) -> None:
-    parser = subparsers.add_parser("eval", help="task suite checks, decode-cost and agent evals, reports")
+    parser = subparsers.add_parser("eval", help=COMMANDS["eval"])
     sub = parser.add_subparsers(dest="eval_command", metavar="EVAL")
     parser.set_defaults(func=lambda args: (parser.print_help(), 2)[1])
 
@@ -40,7 +38,8 @@ def register(subparsers) -> None:
     check.set_defaults(func=run_check_tasks)
 
     dc = sub.add_parser("decode-cost", help="teacher-force each format's gold reply through the engine")
-    dc.add_argument("--model", default="smollm2-135m", help="engine model: bundled name, HF dir or .gguf")
+    dc.add_argument("--model", default=default(DecodeCostConfig, "model"),
+                    help="engine model: bundled name, HF dir or .gguf (default: %(default)s)")
     dc.add_argument("--tasks", help="comma-separated task ids (default: all, or the --quick pick)")
     dc.add_argument("--formats", default="whole,udiff,search_replace")
     dc.add_argument("--quick", action="store_true", help="a few tasks of varied size, whole replies capped")
@@ -61,11 +60,13 @@ def register(subparsers) -> None:
     dc.set_defaults(func=run_decode_cost)
 
     ag = sub.add_parser("agent", help="run the agent on the suite per model x format (resumable)")
-    ag.add_argument("--models", default="local/smollm2-135m", help="comma-separated litellm model strings")
+    ag.add_argument("--models", default=",".join(default(AgentEvalConfig, "models")),
+                    help="comma-separated litellm model strings (default: %(default)s)")
     ag.add_argument("--formats", default="udiff,search_replace,whole")
     ag.add_argument("--tasks", help="comma-separated task ids (default: all)")
-    ag.add_argument("--max-steps", type=int, default=4)
-    ag.add_argument("--max-tokens", type=int, default=1024, help="max tokens per reply")
+    ag.add_argument("--max-steps", type=int, default=default(AgentEvalConfig, "max_steps"))
+    ag.add_argument("--max-tokens", type=int, default=default(AgentEvalConfig, "max_tokens"),
+                    help="max tokens per reply (default: %(default)s)")
     ag.add_argument("--api-base", default=None)
     ag.add_argument("--out", type=Path, help="output dir; rerunning with the same dir resumes")
     ag.set_defaults(func=run_agent)
@@ -77,15 +78,7 @@ def register(subparsers) -> None:
 
 
 def run_check_tasks(args) -> int:
-    from rich.console import Console
-
-    from deltaserve.evals.check_tasks import check_tasks, render_table
-    from deltaserve.evals.task_suite import load_tasks
-
-    try:
-        tasks = load_tasks(args.tasks_dir, _comma_list(args.tasks))
-    except (DeltaserveError, OSError, ValueError) as exc:
-        return _error(exc)
+    tasks = load_tasks(args.tasks_dir, _comma_list(args.tasks))
     if not tasks:
         print("no tasks found", file=sys.stderr)
         return 1
@@ -98,8 +91,6 @@ def run_check_tasks(args) -> int:
 
 
 def run_decode_cost(args) -> int:
-    from deltaserve.evals.decode_cost import DecodeCostConfig, run_decode_cost_eval
-
     config = DecodeCostConfig(
         model=args.model,
         task_ids=_comma_list(args.tasks),
@@ -114,37 +105,11 @@ def run_decode_cost(args) -> int:
         threads=args.threads,
         out_dir=args.out or _default_out("decode-cost"),
     )
-    try:
-        result = run_decode_cost_eval(config)
-    except (DeltaserveError, ValueError) as exc:
-        return _error(exc)
-    print_summary(result)
+    print_decode_summary(run_decode_cost_eval(config))
     return 0
 
 
-def print_summary(result: dict, console=None) -> None:
-    """The eval's per-task table, its summary and where its files went."""
-    from rich.console import Console
-    from rich.markdown import Markdown
-    from rich.table import Table
-
-    from deltaserve.evals.report import decode_table
-    from deltaserve.evals.results import load_rows
-
-    console = console or Console()
-    console.print(Markdown(decode_table(load_rows(result["paths"]["results"]))))
-    table = Table(title="decode cost: summary")
-    table.add_column("metric")
-    table.add_column("value", justify="right")
-    for key, value in result["summary"].items():
-        table.add_row(key, "-" if value is None else f"{value:.2f}" if isinstance(value, float) else str(value))
-    console.print(table)
-    _print_paths(console, result["paths"])
-
-
 def run_agent(args) -> int:
-    from deltaserve.evals.agent_eval import AgentEvalConfig, run_agent_eval
-
     config = AgentEvalConfig(
         models=_comma_list(args.models),
         formats=_comma_list(args.formats),
@@ -154,34 +119,13 @@ def run_agent(args) -> int:
         api_base=args.api_base,
         out_dir=args.out or _default_out("agent"),
     )
-    try:
-        result = run_agent_eval(config)
-    except (DeltaserveError, ValueError) as exc:
-        return _error(exc)
-    from rich.console import Console
-
+    result = run_agent_eval(config)
     console = Console()
     console.print(f"ran {result['ran']} runs, skipped {result['skipped']} already in the results")
-    _print_report(console, result["paths"])
+    print_report(console, result["paths"])
     return 0
 
 
-def _print_report(console, paths: dict) -> None:
-    """The written report.md, rendered, then where every file went."""
-    from rich.markdown import Markdown
-
-    console.print(Markdown(paths["report"].read_text()))
-    _print_paths(console, paths)
-
-
 def run_report(args) -> int:
-    from rich.console import Console
-
-    from deltaserve.evals.report import report_from_file
-
-    try:
-        paths = report_from_file(args.results, args.out)
-    except (DeltaserveError, FileNotFoundError, ValueError) as exc:
-        return _error(exc)
-    _print_report(Console(), paths)
+    print_report(Console(), report_from_file(args.results, args.out))
     return 0

@@ -6,6 +6,14 @@ import argparse
 import sys
 from pathlib import Path
 
+from deltaserve.cli import COMMANDS, default, wrapped
+from deltaserve.errors import DeltaserveError, HarnessError
+from deltaserve.harness import formats, local_provider
+from deltaserve.harness.agent import Agent
+from deltaserve.harness.config import AgentConfig
+from deltaserve.harness.console_view import ConsoleView
+from deltaserve.harness.workspace_guard import check_clean, make_copy
+
 FIX_EXAMPLES = """examples:
   deltaserve fix path/to/repo --task "parse_date('2024-02-30') should raise ValueError"
   deltaserve fix . --task "fix the failing test" --test-cmd "python -m pytest -q tests/test_dates.py" --copy
@@ -17,10 +25,7 @@ Exit code: 0 when the tests pass, 1 when they still fail, 2 for bad arguments.""
 
 
 def register(subparsers) -> None:
-    from deltaserve.cli import wrapped
-    from deltaserve.harness import formats
-
-    p = subparsers.add_parser("fix", help="fix a failing test with an edit-by-diff agent; report tokens saved",
+    p = subparsers.add_parser("fix", help=COMMANDS["fix"],
                               description=wrapped(
                                   "Run the bug-fixing agent on a project directory: it runs the tests, asks the "
                                   "model for edits (a diff by default), applies them all-or-nothing, reruns the "
@@ -31,13 +36,15 @@ def register(subparsers) -> None:
     p.add_argument("--task", required=True, help="what to fix, in words")
     p.add_argument("--test-cmd", default=None, metavar="CMD",
                    help="test command run in PATH (default: python -m pytest -q -x)")
-    p.add_argument("--model", default="local/smollm2-135m",
+    p.add_argument("--model", default=default(AgentConfig, "model"),
                    help="litellm model string; local/<name> runs the in-process engine (default: %(default)s)")
     p.add_argument("--api-base", default=None, metavar="URL",
                    help="OpenAI-compatible base URL (e.g. a deltaserve or vLLM server)")
-    p.add_argument("--format", default=formats.DEFAULT, choices=formats.names(), help="edit format (default: udiff)")
-    p.add_argument("--max-steps", type=int, default=6, metavar="N", help="model calls at most (default: %(default)s)")
-    p.add_argument("--max-tokens", type=int, default=1024, metavar="N",
+    p.add_argument("--format", default=default(AgentConfig, "edit_format"), choices=formats.names(),
+                   help="edit format (default: %(default)s)")
+    p.add_argument("--max-steps", type=int, default=default(AgentConfig, "max_steps"), metavar="N",
+                   help="model calls at most (default: %(default)s)")
+    p.add_argument("--max-tokens", type=int, default=default(AgentConfig, "max_tokens"), metavar="N",
                    help="tokens per reply at most (default: %(default)s)")
     p.add_argument("--trace", type=Path, default=None, metavar="FILE",
                    help="write one JSON line per step (a StepReport) to FILE")
@@ -47,13 +54,10 @@ def register(subparsers) -> None:
     where = p.add_mutually_exclusive_group()
     where.add_argument("--allow-dirty", action="store_true", help="edit a git checkout with uncommitted changes")
     where.add_argument("--copy", action="store_true", help="work on a temporary copy of PATH")
-    p.set_defaults(func=run)
+    p.set_defaults(func=run, error_exit=2)
 
 
 def run(args: argparse.Namespace) -> int:
-    from deltaserve.harness.agent import Agent
-    from deltaserve.harness.workspace_guard import DirtyWorkspaceError, check_clean, make_copy
-
     if not args.path.is_dir():
         print(f"deltaserve fix: {args.path} is not a directory", file=sys.stderr)
         return 2
@@ -61,31 +65,18 @@ def run(args: argparse.Namespace) -> int:
         print("deltaserve fix: --max-steps, --max-tokens and --threads must be at least 1", file=sys.stderr)
         return 2
     if not (args.allow_dirty or args.copy):
-        try:  # before anything slow (loading a model, running the tests)
-            check_clean(args.path)
-        except DirtyWorkspaceError as exc:
-            print(f"deltaserve fix: {exc}", file=sys.stderr)
-            return 2
-    if args.model.startswith("local/"):  # load it now: a wrong name is a clear error, not a failed first step
-        from deltaserve.engine.errors import EngineError
-        from deltaserve.harness.client import local_engine
-
-        try:
-            local_engine(args.model.removeprefix("local/"),
-                         **({"num_threads": args.threads} if args.threads else {}))  # built once, with this setting
-        except (EngineError, ValueError, OSError) as exc:
-            print(f"deltaserve fix: cannot load {args.model}: {exc}", file=sys.stderr)
-            return 2
+        check_clean(args.path)  # before anything slow (loading a model, running the tests)
+    try:  # a local/ model loads now: a wrong name is a clear error, not a failed first step
+        local_provider.load(args.model, num_threads=args.threads)
+    except (DeltaserveError, ValueError, OSError) as exc:  # transformers' loaders raise plain ValueErrors too
+        raise HarnessError(f"cannot load {args.model}: {exc}") from exc
     workspace = make_copy(args.path) if args.copy else args.path
     if args.copy:
         print(f"working on a copy: {workspace}")
-    agent = Agent(workspace, args.task, test_cmd=args.test_cmd, model=args.model, edit_format=args.format,
-                  max_steps=args.max_steps, max_tokens=args.max_tokens, api_base=args.api_base,
-                  dry_run=args.dry_run, allow_dirty=args.allow_dirty or args.copy,  # a copy is ours to edit
-                  trace=args.trace)
-    try:
-        report = agent.run()
-    except DirtyWorkspaceError as exc:
-        print(f"deltaserve fix: {exc}", file=sys.stderr)
-        return 2
+    config = AgentConfig(model=args.model, edit_format=args.format, max_steps=args.max_steps,
+                         max_tokens=args.max_tokens, api_base=args.api_base, test_cmd=args.test_cmd,
+                         # a copy is ours to edit
+                         dry_run=args.dry_run, allow_dirty=args.allow_dirty or args.copy)
+    agent = Agent(workspace, args.task, config, observers=[ConsoleView()], trace=args.trace)
+    report = agent.run()
     return 0 if report.solved or (args.dry_run and report.steps) else 1

@@ -6,6 +6,10 @@ from __future__ import annotations
 import argparse
 import sys
 
+from deltaserve.cli import COMMANDS, wrapped
+from deltaserve.tools.mcp_server import serve
+from deltaserve.tools.tests import DEFAULT_COMMAND
+
 MCP_EXAMPLES = """examples:
   deltaserve mcp --root path/to/repo
   deltaserve mcp --root . --test-command "python -m pytest -q -x tests/unit" --test-timeout 120
@@ -17,9 +21,7 @@ It speaks MCP on stdin/stdout: run it from an MCP client, not by hand."""
 
 
 def register(subparsers) -> None:
-    from deltaserve.cli import wrapped
-
-    p = subparsers.add_parser("mcp", help="serve the file/patch/test tools over MCP (stdio)",
+    p = subparsers.add_parser("mcp", help=COMMANDS["mcp"],
                               description=wrapped(
                                   "Serve the workspace tools (view, grep, list_files, apply_patch, "
                                   "apply_search_replace, write_file, run_tests) to another agent over MCP on "
@@ -32,23 +34,15 @@ def register(subparsers) -> None:
                    help="command run_tests runs in DIR when the caller gives none (default: python -m pytest -q)")
     p.add_argument("--test-timeout", type=float, default=300.0, metavar="SECONDS",
                    help="run_tests kills the test process group after this long (default: %(default)s)")
-    p.set_defaults(func=run)
+    p.set_defaults(func=run, error_exit=2)
 
 
 def run(args) -> int:
-    from deltaserve.tools.mcp_server import serve
-    from deltaserve.tools.tests import DEFAULT_COMMAND
-    from deltaserve.tools.workspace import WorkspaceError
-
     if args.test_timeout <= 0:
         print("deltaserve mcp: --test-timeout must be more than 0 seconds", file=sys.stderr)
         return 2
     if sys.stdin.isatty():  # someone ran it by hand: say why nothing seems to happen
         print("deltaserve mcp: speaking MCP on stdin/stdout; start it from an MCP client (Ctrl-C stops it)",
               file=sys.stderr)
-    try:
-        serve(args.root, args.test_command or DEFAULT_COMMAND, args.test_timeout)
-    except WorkspaceError as exc:
-        print(f"deltaserve mcp: {exc}", file=sys.stderr)
-        return 2
+    serve(args.root, args.test_command or DEFAULT_COMMAND, args.test_timeout)  # WorkspaceError: exit 2
     return 0

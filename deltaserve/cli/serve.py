@@ -5,6 +5,12 @@ from __future__ import annotations
 import argparse
 import sys
 
+from pydantic import ValidationError
+
+from deltaserve.cli import COMMANDS, default, wrapped
+from deltaserve.engine import Engine, EngineConfig
+from deltaserve.engine.server import ServerLimits, bind_socket, run_server
+
 EXAMPLES = """examples:
   deltaserve serve                                   # the bundled SmolLM2-135M on http://127.0.0.1:8000/v1
   deltaserve serve --model path/to/Qwen2.5-0.5B-Instruct --port 8001 --served-model-name qwen
@@ -19,16 +25,14 @@ Every response carries usage.prompt_tokens_details.cached_tokens (prefix-cache h
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
-    from deltaserve.cli import wrapped
-
-    p = subparsers.add_parser("serve", help="serve a model over an OpenAI-compatible HTTP API",
+    p = subparsers.add_parser("serve", help=COMMANDS["serve"],
                               description=wrapped(
                                   "Serve a model over an OpenAI-compatible HTTP API (/v1/chat/completions, "
                                   "/v1/completions, /v1/models, /health, /metrics, /stats). The model is loaded "
                                   "once; requests join the running batch and stream tokens as they decode."),
                               epilog=EXAMPLES, formatter_class=argparse.RawDescriptionHelpFormatter)
-    p.add_argument("--model", default="smollm2-135m", metavar="NAME|DIR|GGUF",
-                   help="bundled name (smollm2-135m), a local HF checkpoint directory, or a .gguf file; nothing "
+    p.add_argument("--model", default=default(EngineConfig, "model"), metavar="NAME|DIR|GGUF",
+                   help="bundled name (%(default)s), a local HF checkpoint directory, or a .gguf file; nothing "
                         "is downloaded (default: %(default)s)")
     p.add_argument("--host", default="127.0.0.1", help="address to listen on (default: %(default)s)")
     p.add_argument("--port", type=int, default=8000, help="TCP port (default: %(default)s)")
@@ -54,14 +58,14 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     lim = p.add_argument_group("request limits (each answers with its own 4xx/503)")
     lim.add_argument("--max-prompt-tokens", type=int, default=None, metavar="N",
                      help="longest prompt accepted (default: the context length)")
-    lim.add_argument("--max-tokens", type=int, default=4096, metavar="N",
+    lim.add_argument("--max-tokens", type=int, default=default(ServerLimits, "max_tokens"), metavar="N",
                      help="largest max_tokens a request may ask for (default: %(default)s)")
-    lim.add_argument("--max-waiting", type=int, default=256, metavar="N",
+    lim.add_argument("--max-waiting", type=int, default=default(ServerLimits, "max_waiting"), metavar="N",
                      help="requests that may wait beyond one running batch before new ones get 503 "
                           "(default: %(default)s)")
-    lim.add_argument("--max-body-bytes", type=int, default=8 * 1024 * 1024, metavar="N",
+    lim.add_argument("--max-body-bytes", type=int, default=default(ServerLimits, "max_body_bytes"), metavar="N",
                      help="largest request body (default: %(default)s)")
-    p.set_defaults(func=run)
+    p.set_defaults(func=run, error_exit=2)
 
 
 def engine_kwargs(args: argparse.Namespace) -> dict:
@@ -83,11 +87,6 @@ def engine_kwargs(args: argparse.Namespace) -> dict:
 
 
 def run(args: argparse.Namespace) -> int:
-    from pydantic import ValidationError
-
-    from deltaserve.engine.errors import EngineError
-    from deltaserve.engine.server import ServerLimits, bind_socket, run_server
-
     try:
         limits = ServerLimits(max_prompt_tokens=args.max_prompt_tokens, max_tokens=args.max_tokens,
                               max_waiting=args.max_waiting, max_body_bytes=args.max_body_bytes)
@@ -99,15 +98,16 @@ def run(args: argparse.Namespace) -> int:
         return _fail(f"cannot listen on {args.host}:{args.port}: {exc.strerror or exc}"
                      + ("; pick another with --port" if exc.errno == 98 else ""))
     try:
-        from deltaserve.engine import Engine
-
         engine = Engine.from_pretrained(args.model, **engine_kwargs(args))
     except ValidationError as exc:
         sock.close()
         return _fail(_first_problem(exc))
-    except (EngineError, ValueError, OSError) as exc:
+    except ValueError as exc:  # transformers' GGUF reader refuses a corrupt file with a plain ValueError
         sock.close()
         return _fail(str(exc))
+    except BaseException:  # EngineError and the rest: reported by the CLI's one handler
+        sock.close()
+        raise
     print(f"deltaserve: serving {args.served_model_name or engine.model_name} "
           f"(context {engine.max_model_len}) on http://{args.host}:{args.port}/v1", file=sys.stderr, flush=True)
     run_server(engine, args.host, args.port, served_model_name=args.served_model_name, limits=limits,

@@ -53,7 +53,7 @@ def test_each_prompt_extends_the_previous_prompt_and_reply(engine, project, test
 
 
 def test_remote_names_of_our_models_count_with_the_same_tokenizer(engine):
-    from deltaserve.harness.accounting import TokenCounter
+    from deltaserve.harness.tokens import TokenCounter
 
     text = "```diff\n--- a/calc.py\n+++ b/calc.py\n@@ -1,2 +1,2 @@\n-    return a - b\n+    return a + b\n```"
     served = TokenCounter("openai/smollm2-135m")  # e.g. `deltaserve serve` behind api_base

@@ -1,0 +1,56 @@
+"""The agent's limits and defaults, written once: the Agent, `deltaserve fix` and the evals read them here."""
+
+from __future__ import annotations
+
+import shlex
+import sys
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from deltaserve.harness import context, feedback, formats
+
+DEFAULT_MODEL = "local/smollm2-135m"
+"""The model an agent uses when none is named: the bundled SmolLM2-135M on the in-process engine."""
+
+
+class AgentConfig(BaseModel):
+    """Everything that bounds or steers one agent run (not the task, workspace or model calls themselves)."""
+
+    model_config = ConfigDict(extra="forbid", use_attribute_docstrings=True)
+
+    model: str = DEFAULT_MODEL
+    """litellm model string; `local/<name>` runs our engine in this process."""
+    edit_format: str = formats.DEFAULT
+    """How the model writes edits: one of harness.formats.names()."""
+    api_base: str | None = None
+    """OpenAI-compatible base URL for the model (a `deltaserve serve` or vLLM server); None: litellm's."""
+    max_steps: int = Field(default=6, ge=1)
+    """Model calls at most; the run stops earlier when the tests pass."""
+    max_tokens: int = Field(default=1024, ge=1)
+    """Tokens per reply at most."""
+    temperature: float = Field(default=0.0, ge=0.0)
+    """Sampling temperature of every model call (0: greedy, reproducible runs)."""
+    test_cmd: str | None = None
+    """Test command run in the workspace; None: `<this python> -m pytest -q -x`."""
+    test_timeout: float = Field(default=120.0, gt=0)
+    """Seconds one test run may take before its process group is killed."""
+    dry_run: bool = False
+    """Show the first applicable edits without writing them, then stop."""
+    allow_dirty: bool = False
+    """Edit a git checkout with uncommitted changes (otherwise refused before anything runs)."""
+    max_context_files: int = Field(default=context.MAX_FILES, ge=0)
+    """Repository files shown in the first prompt at most."""
+    max_file_chars: int = Field(default=context.MAX_FILE_CHARS, ge=1)
+    """Characters of one context file shown at most (whole lines; the model can VIEW the rest)."""
+    max_total_chars: int = Field(default=context.MAX_TOTAL_CHARS, ge=1)
+    """Characters of all context files together at most."""
+    output_tail_chars: int = Field(default=feedback.OUTPUT_TAIL_CHARS, ge=1)
+    """Characters of test output shown to the model (its tail, where pytest's summary is)."""
+    history_room: int = Field(default=1024, ge=0)
+    """Tokens kept free beyond one reply in a local model's window for the feedback of later steps: the
+    first prompt's context caps shrink until prompt + max_tokens + history_room fit."""
+
+
+def default_test_cmd() -> str:
+    """The test command when none is given: pytest under the interpreter running the agent."""
+    return f"{shlex.quote(sys.executable)} -m pytest -q -x"

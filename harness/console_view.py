@@ -1,0 +1,55 @@
+"""The agent on a terminal: a header, the step-0 verdict, the live table of steps, then why it stopped and
+the final diff. An observer of the loop (events.py); the loop itself prints nothing."""
+
+from __future__ import annotations
+
+from rich.console import Console
+from rich.markup import escape
+from rich.syntax import Syntax
+
+from deltaserve.harness.accounting import RunReport, StepReport, TestOutcome
+from deltaserve.harness.events import AgentObserver, RunStart, StepDetails
+from deltaserve.harness.live_table import MIN_WIDTH, LiveTable
+
+
+class ConsoleView(AgentObserver):
+    def __init__(self, console: Console | None = None):
+        self.console = console or Console()
+        if console is None and not self.console.is_terminal:
+            # logs and pipes: keep the table's rows whole
+            self.console.width = max(self.console.width, MIN_WIDTH)
+        self._title = ""
+        self._table: LiveTable | None = None
+
+    def on_run_start(self, run: RunStart) -> None:
+        self._title = f"{run.model} · {run.edit_format}"
+        self.console.print(f"[bold]deltaserve fix[/] {escape(run.workspace)}  model={escape(run.model)} "
+                           f"format={run.edit_format}  tests=`{escape(run.test_cmd)}`")
+
+    def on_initial_tests(self, tests: TestOutcome) -> None:
+        if tests.ok:
+            self.console.print("Tests already pass; nothing to fix.")
+            return
+        self.console.print(f"Step 0: tests fail ({tests.failed} failed, {tests.errors} errors).")
+        self._table = LiveTable(title=self._title, console=self.console)
+        self._table.start()
+
+    def on_step(self, step: StepReport, details: StepDetails) -> None:
+        if details.dry_run and details.diff:
+            self.console.print(f"Dry run: these edits were not written to {', '.join(details.files_changed)}:")
+            self.console.print(Syntax(details.diff, "diff", theme="ansi_dark"))
+        if self._table is not None:
+            self._table.add(step)
+
+    def on_run_end(self, report: RunReport) -> None:
+        if self._table is None:
+            return  # the tests already passed: no table, nothing to report
+        table, self._table = self._table, None
+        if report.stopped:  # else the run ended in an exception: no totals, no verdict
+            table.totals(report)
+        table.stop()
+        if not report.stopped:
+            return
+        self.console.print(f"Stopped: {escape(report.stopped)}")
+        if report.final_diff:
+            self.console.print(Syntax(report.final_diff, "diff", theme="ansi_dark"))

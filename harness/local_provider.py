@@ -1,0 +1,214 @@
+"""`local/<model>`: our engine in this process, as a litellm CustomLLM provider.
+
+The only harness module that imports the engine. It keeps the process-wide registry of engines behind
+`local/<name>` and answers the questions the agent asks about a model that only a local engine can answer
+(its context window, its chat template, its tokenizer); for any other model those answers are None.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import threading
+from collections.abc import Iterator
+from typing import Any
+
+import litellm
+from litellm import CustomLLM
+from litellm.llms.custom_llm import CustomLLMError
+from litellm.types.utils import Choices, Message, ModelResponse, Usage
+from transformers import AutoTokenizer
+
+from deltaserve.engine import Engine, SamplingParams
+from deltaserve.engine.loader import convert_gguf, resolve_source
+from deltaserve.engine.openai_protocol import Prediction, usage_and_metrics
+from deltaserve.errors import ModelNotFoundError
+
+LOCAL_PROVIDER = "local"
+PREFIX = f"{LOCAL_PROVIDER}/"
+# Reply tokens for a request that names no max_tokens.
+DEFAULT_MAX_TOKENS = 256
+# no "Give Feedback / Get Help" banners: the harness reports the error itself
+litellm.suppress_debug_info = True
+
+
+# ---------------------------------------------------------------- in-process engines
+
+_engines: dict[str, Engine] = {}
+_engine_locks: dict[str, threading.Lock] = {}
+_registry_lock = threading.Lock()
+
+
+def local_engine(name: str, **engine_kwargs: Any) -> Engine:
+    """The process-wide Engine behind `local/<name>` (created on first use with `engine_kwargs`)."""
+    with _registry_lock:
+        if name not in _engines:
+            _engines[name] = Engine.from_pretrained(name, **engine_kwargs)
+            _engine_locks[name] = threading.Lock()
+        return _engines[name]
+
+
+def register_local_engine(name: str, engine: Engine) -> None:
+    """Serve an already built Engine as `local/<name>` (e.g. one made with non-default options)."""
+    with _registry_lock:
+        _engines[name] = engine
+        _engine_locks[name] = threading.Lock()
+
+
+def local_name(model: str) -> str | None:
+    """`name` for a `local/<name>` model string, None for any other provider."""
+    return model.removeprefix(PREFIX) if model.startswith(PREFIX) else None
+
+
+def is_local(model: str) -> bool:
+    return local_name(model) is not None
+
+
+def load(model: str, num_threads: int | None = None) -> None:
+    """Build a `local/` model's engine now (a wrong name fails here, not at the first model call); other
+    providers need nothing loaded."""
+    if (name := local_name(model)) is not None:
+        local_engine(name, **({"num_threads": num_threads} if num_threads else {}))
+
+
+def context_window(model: str) -> int | None:
+    """A `local/` model's context length; None for hosted models (their windows dwarf our context caps)."""
+    name = local_name(model)
+    return None if name is None else local_engine(name).max_model_len
+
+
+def prompt_tokens(model: str, messages: list[dict]) -> int | None:
+    """Tokens of `messages` after a `local/` model's chat template; None for other providers."""
+    name = local_name(model)
+    return None if name is None else len(local_engine(name).apply_chat_template(messages))
+
+
+def local_tokenizer(model: str):
+    """The model's own tokenizer when we can have it without downloading anything: the in-process engine's for
+    `local/<name>`; for `provider/<name>` (e.g. `openai/smollm2-135m` against `deltaserve serve`) one our
+    engine's loader resolves or one already in the Hugging Face cache. None when there is none."""
+    if (name := local_name(model)) is not None:
+        return local_engine(name).tokenizer
+    name = model.split("/", 1)[1] if "/" in model else model
+    try:
+        try:
+            source = resolve_source(name)
+            return AutoTokenizer.from_pretrained(convert_gguf(source) if source.is_file() else source)
+        except ModelNotFoundError:
+            pass
+        return AutoTokenizer.from_pretrained(name, local_files_only=True)
+    except (OSError, ValueError):
+        return None
+
+
+# ---------------------------------------------------------------- the litellm provider
+
+
+def _sampling_params(optional_params: dict) -> tuple[SamplingParams, str | None]:
+    p = dict(optional_params)
+    extra = p.pop("extra_body", None) or {}
+    p.update(extra)
+    stop = p.get("stop") or []
+    prediction = p.get("prediction")
+    if isinstance(prediction, dict):  # OpenAI's {"type": "content", "content": str | text parts}
+        prediction = Prediction.model_validate(prediction).text()
+    params = SamplingParams(
+        max_tokens=p.get("max_completion_tokens") or p.get("max_tokens") or DEFAULT_MAX_TOKENS,
+        temperature=p.get("temperature") if p.get("temperature") is not None else 0.0,
+        top_k=max(int(p.get("top_k") or 0), 0),
+        top_p=p.get("top_p") if p.get("top_p") is not None else 1.0,
+        seed=p.get("seed"),
+        stop=[stop] if isinstance(stop, str) else list(stop),
+        ignore_eos=bool(p.get("ignore_eos", False)),
+        prediction=prediction or None,
+    )
+    return params, p.get("cache_salt")
+
+
+def _run_local(name: str, messages: list, optional_params: dict) -> Iterator[Any]:
+    """RequestOutputs of one request on the in-process engine; holds that engine's lock meanwhile. The
+    engine's refusals reach litellm with an HTTP status (else litellm reports them as its own bugs)."""
+    try:
+        yield from _run_local_unmapped(name, messages, optional_params)
+    except ModelNotFoundError as exc:
+        raise CustomLLMError(404, str(exc)) from exc
+    except ValueError as exc:  # InvalidRequestError, bad sampling parameters
+        raise CustomLLMError(400, str(exc)) from exc
+
+
+def _run_local_unmapped(name: str, messages: list, optional_params: dict) -> Iterator[Any]:
+    eng = local_engine(name)
+    params, cache_salt = _sampling_params(optional_params)
+    with _engine_locks[name]:
+        try:
+            yield from eng.stream(eng.apply_chat_template(messages), params, cache_salt=cache_salt)
+        # a caller that stopped reading had its request aborted; report it now, leaving the engine idle
+        finally:
+            while eng.has_unfinished():
+                eng.step()
+
+
+def _usage_and_metrics(m: Any) -> tuple[dict, dict]:
+    """The `usage` block (less the reasoning_tokens litellm leaves unset) and `metrics` object the server sends."""
+    usage, metrics = usage_and_metrics([(0, m)])
+    return usage.model_dump(exclude={"completion_tokens_details": {"reasoning_tokens"}}), metrics.model_dump()
+
+
+def _check(out: Any) -> None:
+    if out.finish_reason == "error":
+        raise litellm.exceptions.InternalServerError(
+            message=f"local engine failed the request: {out.error}", llm_provider=LOCAL_PROVIDER, model="")
+
+
+class LocalEngineLLM(CustomLLM):
+    """litellm provider `local/<model>`: our engine, in this process."""
+
+    def completion(self, model: str, messages: list, api_base: str, custom_prompt_dict: dict,
+                   model_response: ModelResponse, print_verbose: Any, encoding: Any, api_key: Any,
+                   logging_obj: Any, optional_params: dict, *args: Any, **kwargs: Any) -> ModelResponse:
+        *_, last = _run_local(model, messages, optional_params)
+        _check(last)
+        model_response.model = f"{PREFIX}{model}"
+        model_response.choices = [Choices(index=0, finish_reason=last.finish_reason,
+                                          message=Message(role="assistant", content=last.text))]
+        usage, metrics = _usage_and_metrics(last.metrics)
+        model_response.usage = Usage(**usage)
+        model_response.metrics = metrics
+        return model_response
+
+    def streaming(self, model: str, messages: list, api_base: str, custom_prompt_dict: dict,
+                  model_response: ModelResponse, print_verbose: Any, encoding: Any, api_key: Any,
+                  logging_obj: Any, optional_params: dict, *args: Any, **kwargs: Any) -> Iterator[dict]:
+        for out in _run_local(model, messages, optional_params):
+            _check(out)
+            chunk = {"text": out.new_text or "", "is_finished": out.finished,
+                     "finish_reason": out.finish_reason or "", "usage": None, "index": 0}
+            if out.finished:
+                usage, metrics = _usage_and_metrics(out.metrics)
+                chunk["usage"] = usage
+                chunk["provider_specific_fields"] = {"metrics": metrics}
+            yield chunk
+
+    async def acompletion(self, *args: Any, **kwargs: Any) -> ModelResponse:
+        return await asyncio.to_thread(self.completion, *args, **kwargs)
+
+    async def astreaming(self, *args: Any, **kwargs: Any):
+        chunks = self.streaming(*args, **kwargs)
+        try:
+            while (chunk := await asyncio.to_thread(next, chunks, None)) is not None:
+                yield chunk
+        finally:
+            await asyncio.to_thread(chunks.close)
+
+
+_local_llm = LocalEngineLLM()
+
+
+def register_local_provider() -> None:
+    """Make `local/<model>` resolvable by litellm (idempotent)."""
+    if not any(entry.get("provider") == LOCAL_PROVIDER for entry in litellm.custom_provider_map):
+        litellm.custom_provider_map = [*litellm.custom_provider_map,
+                                       {"provider": LOCAL_PROVIDER, "custom_handler": _local_llm}]
+    litellm.utils.custom_llm_setup()
+
+
+register_local_provider()
