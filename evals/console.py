@@ -29,6 +29,7 @@ def print_decode_summary(result: dict, console: Console | None = None) -> None:
     table.add_column("metric")
     table.add_column("value", justify="right")
     for key, value in result["summary"].items():
-        table.add_row(key, "-" if value is None else f"{value:.2f}" if isinstance(value, float) else str(value))
+        shown = "-" if value is None else f"{value:.2f}" if isinstance(value, float) else str(value)
+        table.add_row(key, shown)
     console.print(table)
     print_paths(console, result["paths"])

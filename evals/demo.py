@@ -56,7 +56,10 @@ def run_demo(config: DemoConfig, console: Console | None = None, engine=None) ->
     out_dir = Path(config.out_dir or default_out_dir())
     out_dir.mkdir(parents=True, exist_ok=True)
     tasks = load_tasks(config.tasks_dir)
-    task = next((t for t in tasks if t.id == config.task_id), None) if config.task_id else pick_demo_task(tasks)
+    if config.task_id:
+        task = next((t for t in tasks if t.id == config.task_id), None)
+    else:
+        task = pick_demo_task(tasks)
     if task is None:
         raise TaskError(f"unknown task {config.task_id!r}; known: {', '.join(t.id for t in tasks)}")
 
@@ -76,7 +79,8 @@ def run_demo(config: DemoConfig, console: Console | None = None, engine=None) ->
             shutil.rmtree(repo)
         copy_repo(task, repo.parent)
         agent = Agent(repo, task.spec.description, test_cmd=test_command(task), model=f"{PREFIX}{local_name}",
-                      edit_format=config.edit_format, max_steps=config.max_steps, max_tokens=config.max_tokens,
+                      edit_format=config.edit_format, max_steps=config.max_steps,
+                      max_tokens=config.max_tokens,
                       allow_dirty=True, trace=out_dir / "agent" / "trace.jsonl", console=console)
         report = agent.run()
         (out_dir / "agent" / "report.json").write_text(report.model_dump_json(indent=2))

@@ -56,7 +56,8 @@ def _sum(values: Iterable[int | float | None]) -> int | float | None:
 
 
 class _Savings(BaseModel):
-    """The savings formulas, written once for a step and for a run (whose token counts are sums of its steps')."""
+    """The savings formulas, written once for a step and for a run (whose token counts are sums of its
+    steps')."""
 
     @computed_field
     @property
@@ -141,7 +142,8 @@ def measured_rates(steps: Iterable[StepReport]) -> tuple[float | None, float | N
 
 
 def _total(name: str, kind: type):
-    """A RunReport field: the sum of that StepReport field over the steps (None when any step's is unknown)."""
+    """A RunReport field: the sum of that StepReport field over the steps (None when any step's is
+    unknown)."""
 
     def total(self: RunReport):
         return _sum(getattr(s, name) for s in self.steps)
@@ -177,7 +179,9 @@ class RunReport(_Savings):
     @computed_field
     @property
     def cache_hit_rate(self) -> float | None:
-        return None if self.cached_tokens is None or not self.prompt_tokens else self.cached_tokens / self.prompt_tokens
+        if self.cached_tokens is None or not self.prompt_tokens:
+            return None
+        return self.cached_tokens / self.prompt_tokens
 
     @classmethod
     def from_trace(cls, path: str | Path) -> RunReport:
@@ -185,7 +189,8 @@ class RunReport(_Savings):
         steps = [StepReport.model_validate(json.loads(line))
                  for line in Path(path).read_text().splitlines() if line.strip()]
         first = steps[0] if steps else None
-        return cls(model=first.model if first else "", edit_format=first.edit_format if first else "", steps=steps)
+        return cls(model=first.model if first else "", edit_format=first.edit_format if first else "",
+                   steps=steps)
 
 
 def whole_file_tokens(new_contents: dict[str, str | None], count) -> int:

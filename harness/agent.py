@@ -72,18 +72,20 @@ class Agent:
         return run_tests(self.workspace, self.test_cmd, timeout=self.config.test_timeout)
 
     def prediction(self) -> str | None:
-        """Predicted Outputs for local models in the `whole` format: the files as they are now, in whole syntax
-        (the engine drafts from it; unchanged lines are accepted instead of decoded one pass each)."""
+        """Predicted Outputs for local models in the `whole` format: the files as they are now, in whole
+        syntax (the engine drafts from it; unchanged lines are accepted instead of decoded one pass each)."""
         if self.format.name != "whole" or not local_provider.is_local(self.model) or not self.seen:
             return None
         return whole.render({p: self.workspace.read_text(p) for p in self.seen if self.workspace.exists(p)})
 
     def fitted_first_prompt(self, tests) -> tuple[Prompt, list[context.ContextFile]]:
-        """The step-1 prompt with its context caps shrunk (x0.8 at a time) until it leaves room for the replies
-        and feedback of later steps in a local model's context window; other providers get the full caps."""
+        """The step-1 prompt with its context caps shrunk (x0.8 at a time) until it leaves room for the
+        replies and feedback of later steps in a local model's context window; other providers get the full
+        caps."""
 
         def build(scale: float):
-            return first_prompt(self.workspace, self.format, self.task, self.test_cmd, tests, scale, self.config)
+            return first_prompt(self.workspace, self.format, self.task, self.test_cmd, tests, scale,
+                                self.config)
 
         # scripted completions: no model at all, so no window to fit
         window = None if self._scripted else local_provider.context_window(self.model)
@@ -152,8 +154,8 @@ class Agent:
         dry_run = self.config.dry_run
 
         def make(**fields) -> StepReport:
-            return StepReport.from_completion(reply, step=step, model=self.model, edit_format=self.format.name,
-                                              **fields)
+            return StepReport.from_completion(reply, step=step, model=self.model,
+                                              edit_format=self.format.name, **fields)
 
         try:
             edits = self.format.parse(reply.text)
@@ -203,6 +205,8 @@ class Agent:
 
     @staticmethod
     def with_rates(step: StepReport, previous: list[StepReport]) -> StepReport:
-        """Attach this run's measured prefill/decode seconds per token (all steps so far, this one included)."""
+        """Attach this run's measured prefill/decode seconds per token (all steps so far, this one
+        included)."""
         prefill_rate, decode_rate = accounting.measured_rates([*previous, step])
-        return step.model_copy(update={"prefill_s_per_token": prefill_rate, "decode_s_per_token": decode_rate})
+        rates = {"prefill_s_per_token": prefill_rate, "decode_s_per_token": decode_rate}
+        return step.model_copy(update=rates)

@@ -14,7 +14,8 @@ from typing import Any
 
 import litellm
 
-# Importing the provider registers `local/<model>` with litellm; its engine registry is re-exported for callers.
+# Importing the provider registers `local/<model>` with litellm; its engine registry is re-exported for
+# callers.
 from deltaserve.harness.local_provider import local_engine, register_local_engine
 
 __all__ = ["Completion", "complete", "local_engine", "register_local_engine"]
@@ -58,7 +59,8 @@ def complete(model: str, messages: list[dict], max_tokens: int = 512, api_base: 
              temperature: float = 0.0, prediction: str | None = None, stream: bool = False,
              **kwargs: Any) -> Completion:
     """Ask `model` for one reply; extra keyword arguments go straight to litellm.completion."""
-    call: dict[str, Any] = dict(model=model, messages=messages, max_tokens=max_tokens, temperature=temperature)
+    call: dict[str, Any] = dict(model=model, messages=messages, max_tokens=max_tokens,
+                                temperature=temperature)
     if api_base is not None:
         call["api_base"] = api_base
         call.setdefault("api_key", kwargs.pop("api_key", None) or "EMPTY")  # local servers take any key

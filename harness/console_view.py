@@ -36,7 +36,8 @@ class ConsoleView(AgentObserver):
 
     def on_step(self, step: StepReport, details: StepDetails) -> None:
         if details.dry_run and details.diff:
-            self.console.print(f"Dry run: these edits were not written to {', '.join(details.files_changed)}:")
+            files = ", ".join(details.files_changed)
+            self.console.print(f"Dry run: these edits were not written to {files}:")
             self.console.print(Syntax(details.diff, "diff", theme="ansi_dark"))
         if self._table is not None:
             self._table.add(step)

@@ -22,8 +22,8 @@ _TASK_PATH = re.compile(r"[\w./-]*[\w-]\.[A-Za-z]\w*")
 # frames (`mod.py:3: in f`, `, in f`) and pytest's assertion rewriting (`where -1 = add(2, 3)`)
 _TRACE_SYMBOL = re.compile(r"(?::\d+: in |, in |\bwhere .* = )([A-Za-z_]\w*)")
 # `name`, name(), snake_case, camelCase, Capitalized (a class, or just a sentence start: grep decides)
-_TASK_SYMBOL = re.compile(r"`([A-Za-z_][\w.]*)(?:\(\))?`|\b([A-Za-z_]\w*(?=\()|[A-Za-z_]\w*_\w+|[a-z]+[A-Z]\w*"
-                          r"|[A-Z][a-z]\w{2,})\b")
+_TASK_SYMBOL = re.compile(r"`([A-Za-z_][\w.]*)(?:\(\))?`"
+                          r"|\b([A-Za-z_]\w*(?=\()|[A-Za-z_]\w*_\w+|[a-z]+[A-Z]\w*|[A-Z][a-z]\w{2,})\b")
 MAX_SYMBOLS = 12
 
 
@@ -113,8 +113,8 @@ def render(files: list[ContextFile], numbered: bool) -> str:
 
 
 def fitting_scale(fits) -> float | None:
-    """The largest scale of the size caps (1, 0.8, 0.64, ... down to MIN_CONTEXT_SCALE) for which `fits(scale)`
-    holds, or None: the context shrunk only as far as a model's window needs."""
+    """The largest scale of the size caps (1, 0.8, 0.64, ... down to MIN_CONTEXT_SCALE) for which
+    `fits(scale)` holds, or None: the context shrunk only as far as a model's window needs."""
     scale = 1.0
     while scale >= MIN_CONTEXT_SCALE:
         if fits(scale):

@@ -20,8 +20,9 @@ def _n(value) -> str:
 
 
 def row(r: StepReport | RunReport, label: str, action: str, outcome: str) -> list[str]:
-    return [label, action, _n(r.prompt_tokens), _n(r.cached_tokens), _n(r.completion_tokens), _n(r.decode_passes),
-            _n(r.whole_file_tokens), _n(r.decode_saved), _n(r.ttft_s), _n(r.decode_s), outcome]
+    figures = (r.prompt_tokens, r.cached_tokens, r.completion_tokens, r.decode_passes, r.whole_file_tokens,
+               r.decode_saved, r.ttft_s, r.decode_s)
+    return [label, action, *map(_n, figures), outcome]
 
 
 class LiveTable:
@@ -31,7 +32,8 @@ class LiveTable:
             self.console.width = MIN_WIDTH
         self.table = Table(title=title)
         for name in COLUMNS:
-            self.table.add_column(name, justify="left" if name in ("action", "outcome") else "right", no_wrap=True)
+            justify = "left" if name in ("action", "outcome") else "right"
+            self.table.add_column(name, justify=justify, no_wrap=True)
         self._live = Live(self.table, console=self.console, auto_refresh=False)
 
     def start(self) -> None:

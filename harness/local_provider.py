@@ -148,7 +148,8 @@ def _run_local_unmapped(name: str, messages: list, optional_params: dict) -> Ite
 
 
 def _usage_and_metrics(m: Any) -> tuple[dict, dict]:
-    """The `usage` block (less the reasoning_tokens litellm leaves unset) and `metrics` object the server sends."""
+    """The `usage` block (less the reasoning_tokens litellm leaves unset) and `metrics` object the server
+    sends."""
     usage, metrics = usage_and_metrics([(0, m)])
     return usage.model_dump(exclude={"completion_tokens_details": {"reasoning_tokens"}}), metrics.model_dump()
 

@@ -16,5 +16,6 @@ def first_prompt(workspace, fmt, task: str, test_cmd: str, tests, context_scale:
     files = context.gather(workspace, task.strip(), tests.output, max_files=config.max_context_files,
                            max_file_chars=int(config.max_file_chars * context_scale),
                            max_total_chars=int(config.max_total_chars * context_scale))
-    task_text = f"Task: {task.strip()}\n\n{feedback.describe_tests(tests, test_cmd, config.output_tail_chars)}"
+    tests_text = feedback.describe_tests(tests, test_cmd, config.output_tail_chars)
+    task_text = f"Task: {task.strip()}\n\n{tests_text}"
     return Prompt(fmt.instructions(), context.render(files, fmt.numbered_context), task_text), files

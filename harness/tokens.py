@@ -1,4 +1,5 @@
-"""Token counts with the model's own tokenizer, for the decode-saved figures (what `whole` would have cost)."""
+"""Token counts with the model's own tokenizer, for the decode-saved figures (what `whole` would have
+cost)."""
 
 from __future__ import annotations
 

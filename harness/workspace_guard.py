@@ -11,7 +11,8 @@ from pathlib import Path
 
 from deltaserve.errors import DirtyWorkspaceError
 
-_COPY_IGNORE = shutil.ignore_patterns(".venv", "venv", "__pycache__", ".pytest_cache", "node_modules", ".mypy_cache")
+_COPY_IGNORE = shutil.ignore_patterns(".venv", "venv", "__pycache__", ".pytest_cache", "node_modules",
+                                      ".mypy_cache")
 
 
 
@@ -69,4 +70,5 @@ class Snapshot:
                                         (after or "").splitlines(keepends=True),
                                         fromfile=f"a/{path}" if before is not None else "/dev/null",
                                         tofile=f"b/{path}" if after is not None else "/dev/null")
-        return "".join(line if line.endswith("\n") else line + "\n\\ No newline at end of file\n" for line in out)
+        no_newline = "\n\\ No newline at end of file\n"
+        return "".join(line if line.endswith("\n") else line + no_newline for line in out)

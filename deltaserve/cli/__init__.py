@@ -63,8 +63,9 @@ def build_parser(load: Iterable[str] | None = None) -> argparse.ArgumentParser:
     load = COMMANDS if load is None else set(load)
     parser = argparse.ArgumentParser(
         prog="deltaserve",
-        description=wrapped("Make coding agents decode less: a prefix-caching local engine and an edit-by-diff "
-                            "agent harness that reports prefill and decode tokens saved at every step."),
+        description=wrapped("Make coding agents decode less: a prefix-caching local engine and an "
+                            "edit-by-diff agent harness that reports prefill and decode tokens saved at "
+                            "every step."),
         epilog=EXAMPLES,
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )

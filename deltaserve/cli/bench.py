@@ -1,6 +1,7 @@
 """`deltaserve bench engine|prefix|spec|load`: benchmarks that print their figures side by side, with ratios.
 
-- engine: our engine vs HF generate() (engine/bench.py): prefill tok/s, decode tok/s at short and long context.
+- engine: our engine vs HF generate() (evals/bench/engine_vs_hf.py): prefill and decode tok/s, short and
+          long context.
 - prefix: the agent workload (per-turn TTFT with/without prefix caching vs HF) and batched throughput.
 - spec:   speculative decoding off vs on over teacher-forced edit replies (engine/bench_speculative.py).
 - load:   a bounded load run with disconnects against a real `deltaserve serve` (evals/load.py).
@@ -26,7 +27,8 @@ EPILOG = """examples:
 
 
 def _engine_options(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--model", default=default(EngineConfig, "model"), help="model name or path (default: %(default)s)")
+    p.add_argument("--model", default=default(EngineConfig, "model"),
+                   help="model name or path (default: %(default)s)")
     p.add_argument("--dtype", default="bfloat16,float32",
                    help="comma-separated dtypes to compare; prefix uses the first (default: %(default)s)")
     p.add_argument("--threads", type=int, default=2, help="torch threads (default: %(default)s)")

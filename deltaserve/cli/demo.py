@@ -1,4 +1,5 @@
-"""`deltaserve demo`: the agent on one example bug with its live savings table, then the quick decode-cost eval."""
+"""`deltaserve demo`: the agent on one example bug with its live savings table, then the quick decode-cost
+eval."""
 
 from __future__ import annotations
 
@@ -26,8 +27,8 @@ def register(subparsers) -> None:
 
 
 def run(args) -> int:
-    config = DemoConfig(model=args.model, task_id=args.task, edit_format=args.format, max_steps=args.max_steps,
-                        max_tokens=args.max_tokens, run_agent=not args.no_agent, run_eval=not args.no_eval,
-                        out_dir=args.out, threads=args.threads)
+    config = DemoConfig(model=args.model, task_id=args.task, edit_format=args.format,
+                        max_steps=args.max_steps, max_tokens=args.max_tokens, run_agent=not args.no_agent,
+                        run_eval=not args.no_eval, out_dir=args.out, threads=args.threads)
     run_demo(config)
     return 0

@@ -49,8 +49,8 @@ def register(subparsers) -> None:
     dc.add_argument("--replay-tasks", type=int, default=None,
                     help="replay on only this many tasks, spread over the suite (default: all)")
     dc.add_argument("--replay-off-tasks", type=int, default=None,
-                    help="replay with the cache off (for the TTFT comparison) on only this many tasks, spread "
-                    "over the suite (default: all)")
+                    help="replay with the cache off (for the TTFT comparison) on only this many tasks, "
+                    "spread over the suite (default: all)")
     dc.add_argument("--speculative", action=argparse.BooleanOptionalAction, default=None,
                     help="engine speculation on/off (default: the engine's default)")
     dc.add_argument("--dtype", default="auto", help="engine dtype (auto: the engine's choice for the device)")
@@ -86,7 +86,8 @@ def run_check_tasks(args) -> int:
     console = Console()
     console.print(render_table(checks))
     bad = [c.task_id for c in checks if not c.ok]
-    console.print(f"{len(checks) - len(bad)}/{len(checks)} tasks ok" + (f"; failing: {', '.join(bad)}" if bad else ""))
+    failing = f"; failing: {', '.join(bad)}" if bad else ""
+    console.print(f"{len(checks) - len(bad)}/{len(checks)} tasks ok{failing}")
     return 1 if bad else 0
 
 

@@ -17,27 +17,30 @@ from deltaserve.harness.workspace_guard import check_clean, make_copy
 FIX_EXAMPLES = """examples:
   deltaserve fix path/to/repo --task "parse_date('2024-02-30') should raise ValueError"
   deltaserve fix . --task "fix the failing test" --test-cmd "python -m pytest -q tests/test_dates.py" --copy
-  deltaserve fix . --task "..." --model openai/smollm2-135m --api-base http://127.0.0.1:8000/v1   # deltaserve serve
-  deltaserve fix . --task "..." --model anthropic/claude-3-5-haiku-latest --format search_replace --trace run.jsonl
+  deltaserve fix . --task "..." --model openai/smollm2-135m --api-base http://127.0.0.1:8000/v1  # a server
+  deltaserve fix . --task "..." --model anthropic/claude-3-5-haiku-latest --format search_replace \
+                   --trace run.jsonl
 
 A git checkout with uncommitted changes is refused unless --copy or --allow-dirty is given.
 Exit code: 0 when the tests pass, 1 when they still fail, 2 for bad arguments."""
 
+DESCRIPTION = ("Run the bug-fixing agent on a project directory: it runs the tests, asks the model for "
+               "edits (a diff by default), applies them all-or-nothing, reruns the tests, and prints per "
+               "step the prompt tokens served from cache (prefill saved) and the decode tokens saved against "
+               "re-typing whole files.")
+
 
 def register(subparsers) -> None:
     p = subparsers.add_parser("fix", help=COMMANDS["fix"],
-                              description=wrapped(
-                                  "Run the bug-fixing agent on a project directory: it runs the tests, asks the "
-                                  "model for edits (a diff by default), applies them all-or-nothing, reruns the "
-                                  "tests, and prints per step the prompt tokens served from cache (prefill saved) "
-                                  "and the decode tokens saved against re-typing whole files."),
+                              description=wrapped(DESCRIPTION),
                               epilog=FIX_EXAMPLES, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("path", type=Path, help="project directory (the workspace the agent may edit)")
     p.add_argument("--task", required=True, help="what to fix, in words")
     p.add_argument("--test-cmd", default=None, metavar="CMD",
                    help="test command run in PATH (default: python -m pytest -q -x)")
     p.add_argument("--model", default=default(AgentConfig, "model"),
-                   help="litellm model string; local/<name> runs the in-process engine (default: %(default)s)")
+                   help="litellm model string; local/<name> runs the in-process engine "
+                        "(default: %(default)s)")
     p.add_argument("--api-base", default=None, metavar="URL",
                    help="OpenAI-compatible base URL (e.g. a deltaserve or vLLM server)")
     p.add_argument("--format", default=default(AgentConfig, "edit_format"), choices=formats.names(),
@@ -49,10 +52,13 @@ def register(subparsers) -> None:
     p.add_argument("--trace", type=Path, default=None, metavar="FILE",
                    help="write one JSON line per step (a StepReport) to FILE")
     p.add_argument("--threads", type=int, default=None, metavar="N",
-                   help="CPU threads for a local/ model's engine (default: torch's; 1 is steadier on a busy box)")
-    p.add_argument("--dry-run", action="store_true", help="show the first applicable edits without writing them")
+                   help="CPU threads for a local/ model's engine (default: torch's; 1 is steadier on a busy "
+                        "machine)")
+    p.add_argument("--dry-run", action="store_true",
+                   help="show the first applicable edits without writing them")
     where = p.add_mutually_exclusive_group()
-    where.add_argument("--allow-dirty", action="store_true", help="edit a git checkout with uncommitted changes")
+    where.add_argument("--allow-dirty", action="store_true",
+                       help="edit a git checkout with uncommitted changes")
     where.add_argument("--copy", action="store_true", help="work on a temporary copy of PATH")
     p.set_defaults(func=run, error_exit=2)
 
@@ -75,8 +81,7 @@ def run(args: argparse.Namespace) -> int:
         print(f"working on a copy: {workspace}")
     config = AgentConfig(model=args.model, edit_format=args.format, max_steps=args.max_steps,
                          max_tokens=args.max_tokens, api_base=args.api_base, test_cmd=args.test_cmd,
-                         # a copy is ours to edit
-                         dry_run=args.dry_run, allow_dirty=args.allow_dirty or args.copy)
+                         dry_run=args.dry_run, allow_dirty=args.allow_dirty or args.copy)  # a copy: ours
     agent = Agent(workspace, args.task, config, observers=[ConsoleView()], trace=args.trace)
     report = agent.run()
     return 0 if report.solved or (args.dry_run and report.steps) else 1

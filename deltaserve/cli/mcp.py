@@ -19,19 +19,21 @@ in an MCP client's configuration (e.g. Claude Desktop's mcpServers):
 
 It speaks MCP on stdin/stdout: run it from an MCP client, not by hand."""
 
+DESCRIPTION = ("Serve the workspace tools (view, grep, list_files, apply_patch, apply_search_replace, "
+               "write_file, run_tests) to another agent over MCP on stdio. Every path is resolved inside "
+               "--root (no '..', absolute paths, outside symlinks or .git/); patches apply all-or-nothing.")
+
 
 def register(subparsers) -> None:
     p = subparsers.add_parser("mcp", help=COMMANDS["mcp"],
-                              description=wrapped(
-                                  "Serve the workspace tools (view, grep, list_files, apply_patch, "
-                                  "apply_search_replace, write_file, run_tests) to another agent over MCP on "
-                                  "stdio. Every path is resolved inside --root (no '..', absolute paths, outside "
-                                  "symlinks or .git/); patches apply all-or-nothing."),
+                              description=wrapped(DESCRIPTION),
                               epilog=MCP_EXAMPLES, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--root", default=".", metavar="DIR",
-                   help="workspace root; every tool path is resolved inside it (default: the current directory)")
+                   help="workspace root; every tool path is resolved inside it (default: the current "
+                        "directory)")
     p.add_argument("--test-command", default=None, metavar="CMD",
-                   help="command run_tests runs in DIR when the caller gives none (default: python -m pytest -q)")
+                   help="command run_tests runs in DIR when the caller gives none "
+                        "(default: python -m pytest -q)")
     p.add_argument("--test-timeout", type=float, default=300.0, metavar="SECONDS",
                    help="run_tests kills the test process group after this long (default: %(default)s)")
     p.set_defaults(func=run, error_exit=2)

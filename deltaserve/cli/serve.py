@@ -21,19 +21,21 @@ then, from any OpenAI client:
        -d '{"model": "smollm2-135m", "messages": [{"role": "user", "content": "hi"}]}'
   deltaserve fix path/to/repo --task "..." --model openai/smollm2-135m --api-base http://127.0.0.1:8000/v1
 
-Every response carries usage.prompt_tokens_details.cached_tokens (prefix-cache hits) and a `metrics` object."""
+Every response carries usage.prompt_tokens_details.cached_tokens (prefix-cache hits) and a `metrics`
+object."""
+
+DESCRIPTION = ("Serve a model over an OpenAI-compatible HTTP API (/v1/chat/completions, /v1/completions, "
+               "/v1/models, /health, /metrics, /stats). The model is loaded once; requests join the running "
+               "batch and stream tokens as they decode.")
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
     p = subparsers.add_parser("serve", help=COMMANDS["serve"],
-                              description=wrapped(
-                                  "Serve a model over an OpenAI-compatible HTTP API (/v1/chat/completions, "
-                                  "/v1/completions, /v1/models, /health, /metrics, /stats). The model is loaded "
-                                  "once; requests join the running batch and stream tokens as they decode."),
+                              description=wrapped(DESCRIPTION),
                               epilog=EXAMPLES, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--model", default=default(EngineConfig, "model"), metavar="NAME|DIR|GGUF",
-                   help="bundled name (%(default)s), a local HF checkpoint directory, or a .gguf file; nothing "
-                        "is downloaded (default: %(default)s)")
+                   help="bundled name (%(default)s), a local HF checkpoint directory, or a .gguf file; "
+                        "nothing is downloaded (default: %(default)s)")
     p.add_argument("--host", default="127.0.0.1", help="address to listen on (default: %(default)s)")
     p.add_argument("--port", type=int, default=8000, help="TCP port (default: %(default)s)")
     p.add_argument("--served-model-name", default=None, metavar="NAME",
@@ -63,7 +65,8 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     lim.add_argument("--max-waiting", type=int, default=default(ServerLimits, "max_waiting"), metavar="N",
                      help="requests that may wait beyond one running batch before new ones get 503 "
                           "(default: %(default)s)")
-    lim.add_argument("--max-body-bytes", type=int, default=default(ServerLimits, "max_body_bytes"), metavar="N",
+    lim.add_argument("--max-body-bytes", type=int, default=default(ServerLimits, "max_body_bytes"),
+                     metavar="N",
                      help="largest request body (default: %(default)s)")
     p.set_defaults(func=run, error_exit=2)
 
@@ -109,7 +112,8 @@ def run(args: argparse.Namespace) -> int:
         sock.close()
         raise
     print(f"deltaserve: serving {args.served_model_name or engine.model_name} "
-          f"(context {engine.max_model_len}) on http://{args.host}:{args.port}/v1", file=sys.stderr, flush=True)
+          f"(context {engine.max_model_len}) on http://{args.host}:{args.port}/v1",
+          file=sys.stderr, flush=True)
     run_server(engine, args.host, args.port, served_model_name=args.served_model_name, limits=limits,
                log_level=args.log_level, sock=sock)
     return 0

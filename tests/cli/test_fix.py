@@ -35,8 +35,9 @@ def test_copy_with_an_unreachable_model_ends_cleanly(project, test_cmd, tmp_path
     git(project, "init", "-q")
     (project / "notes.txt").write_text("uncommitted work")
     trace = tmp_path / "t.jsonl"
-    code = main(["fix", str(project), "--copy", "--task", "fix add", "--test-cmd", test_cmd, "--model", "openai/none",
-                 "--api-base", "http://127.0.0.1:9/v1", "--trace", str(trace), "--max-steps", "1"])
+    code = main(["fix", str(project), "--copy", "--task", "fix add", "--test-cmd", test_cmd,
+                 "--model", "openai/none", "--api-base", "http://127.0.0.1:9/v1", "--trace", str(trace),
+                 "--max-steps", "1"])
     out = capsys.readouterr().out
     assert code == 1 and "working on a copy" in out and "model call failed" in out
     assert trace.read_text() == ""

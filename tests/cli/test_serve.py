@@ -55,6 +55,7 @@ def test_only_the_engine_options_given_reach_the_engine():
         return engine_kwargs(build_parser().parse_args(["serve", *argv]))
 
     assert kwargs() == {}  # EngineConfig's defaults decide
-    assert kwargs("--no-speculative", "--no-prefix-caching") == {"speculative": False, "enable_prefix_caching": False}
+    assert kwargs("--no-speculative", "--no-prefix-caching") == {
+        "speculative": False, "enable_prefix_caching": False}
     assert kwargs("--speculative", "--num-threads", "1", "--num-blocks", "64") == {
         "speculative": True, "num_threads": 1, "num_blocks": 64}

@@ -16,8 +16,8 @@ BUGGY = "def add(a, b):\n    return a - b\n\n\ndef mul(a, b):\n    return a * b\
 FIXED = BUGGY.replace("a - b", "a + b")
 WRONG = ("I will fix the sign.\n```diff\n--- a/calc.py\n+++ b/calc.py\n@@ -1,2 +1,2 @@\n def add(x, y):\n"
          "-    return x - y\n+    return x + y\n```\n")
-RIGHT = ("Sorry, with the real names:\n```diff\n--- a/calc.py\n+++ b/calc.py\n@@ -1,2 +1,2 @@\n def add(a, b):\n"
-         "-    return a - b\n+    return a + b\n```")
+RIGHT = ("Sorry, with the real names:\n```diff\n--- a/calc.py\n+++ b/calc.py\n@@ -1,2 +1,2 @@\n"
+         " def add(a, b):\n-    return a - b\n+    return a + b\n```")
 TIMES = [(0.30, 1.20), (0.05, 1.90)]  # (ttft s, decode s) the provider reports per step
 
 
@@ -54,11 +54,12 @@ def test_two_step_fix_with_every_number_checked(project, test_cmd, tmp_path):
     out = io.StringIO()
     trace = tmp_path / "trace.jsonl"
     agent = Agent(project, "add() returns the wrong result", test_cmd=test_cmd,
-                  model=MODEL, edit_format="udiff", max_steps=4, trace=trace, complete=scripted([WRONG, RIGHT], usages),
-                  console=Console(file=out, width=200))
+                  model=MODEL, edit_format="udiff", max_steps=4, trace=trace,
+                  complete=scripted([WRONG, RIGHT], usages), console=Console(file=out, width=200))
     report = agent.run()
 
-    assert report.initial_tests is not None and not report.initial_tests.ok and report.initial_tests.failed == 1
+    initial = report.initial_tests
+    assert initial is not None and not initial.ok and initial.failed == 1
     assert report.solved and report.stopped == "tests pass" and len(report.steps) == 2
     assert (project / "calc.py").read_text() == FIXED
     s1, s2 = report.steps
@@ -72,7 +73,8 @@ def test_two_step_fix_with_every_number_checked(project, test_cmd, tmp_path):
     assert s1.whole_file_tokens == 0 and s1.decode_saved == -u1["completion"]
     assert (s1.ttft_s, s1.decode_s, s1.decode_passes) == (0.30, 1.20, 5)
     rate_p1, rate_d1 = 0.30 / u1["prompt"], 1.20 / (u1["completion"] - 1)
-    assert s1.prefill_s_per_token == pytest.approx(rate_p1) and s1.decode_s_per_token == pytest.approx(rate_d1)
+    assert s1.prefill_s_per_token == pytest.approx(rate_p1)
+    assert s1.decode_s_per_token == pytest.approx(rate_d1)
     assert s1.est_seconds_saved == pytest.approx(0 * rate_p1 - u1["completion"] * rate_d1)
 
     # the error was appended after reply 1; nothing earlier was rewritten
@@ -87,7 +89,8 @@ def test_two_step_fix_with_every_number_checked(project, test_cmd, tmp_path):
     assert (s2.step, s2.action, s2.outcome) == (2, "edit", "tests pass")
     assert s2.apply.ok and s2.apply.files_changed == ["calc.py"] and s2.tests.ok and s2.tests.passed == 1
     assert s2.apply.strategies == ["exact"]  # tools.patch's name for how the hunk matched
-    assert (s2.prompt_tokens, s2.cached_tokens, s2.completion_tokens) == (u2["prompt"], u2["cached"], u2["completion"])
+    assert (s2.prompt_tokens, s2.cached_tokens, s2.completion_tokens) == (
+        u2["prompt"], u2["cached"], u2["completion"])
     assert (s2.prefill_saved, s2.prefill_computed) == (u2["cached"], u2["prompt"] - u2["cached"])
     assert s2.whole_file_tokens == tokens(text=counterfactual)
     assert s2.decode_saved == tokens(text=counterfactual) - u2["completion"]
@@ -133,7 +136,8 @@ def test_dry_run_shows_edits_and_writes_nothing(project, quick_test_cmd):
                   dry_run=True, complete=scripted([RIGHT], []), console=Console(file=out, width=200))
     report = agent.run()
     assert "not written to calc.py" in out.getvalue() and "+    return a + b" in out.getvalue()
-    assert report.stopped.startswith("dry run") and report.steps[0].apply.dry_run and report.steps[0].tests is None
+    assert report.stopped.startswith("dry run")
+    assert report.steps[0].apply.dry_run and report.steps[0].tests is None
     assert report.steps[0].whole_file_tokens == tokens(text=f"calc.py\n```\n{FIXED}```")
     assert (project / "calc.py").read_text() == BUGGY and report.final_diff == ""
 

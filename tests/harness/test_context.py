@@ -32,7 +32,8 @@ def test_task_paths_and_symbols(tmp_path):
     ws = make(tmp_path, {"pkg/config.py": "", "README.md": ""})
     task = "load_config in pkg/config.py ignores `Defaults.merge`; see README.md (e.g. the example)."
     assert context.paths_in_task(ws, task) == ["pkg/config.py", "README.md"]
-    assert context.symbols(task, "E  +  where 3 = count_words('a b')") == ["count_words", "load_config", "merge"]
+    found = context.symbols(task, "E  +  where 3 = count_words('a b')")
+    assert found == ["count_words", "load_config", "merge"]
 
 
 def test_gather_orders_traceback_task_then_definitions_with_caps(tmp_path):

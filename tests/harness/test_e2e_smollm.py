@@ -16,8 +16,9 @@ def test_two_real_steps_reuse_the_prefix_cache(project, test_cmd, tmp_path):
 
     eng = local_engine("smollm2-135m")
     trace = tmp_path / "trace.jsonl"
-    agent = Agent(project, "add() returns the wrong result", test_cmd=test_cmd, model=MODEL, edit_format="udiff",
-                  max_steps=2, max_tokens=32, trace=trace, console=Console(file=io.StringIO()))
+    agent = Agent(project, "add() returns the wrong result", test_cmd=test_cmd, model=MODEL,
+                  edit_format="udiff", max_steps=2, max_tokens=32, trace=trace,
+                  console=Console(file=io.StringIO()))
     report = agent.run()
 
     assert len(report.steps) == 2, report.stopped

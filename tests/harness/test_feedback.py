@@ -6,7 +6,8 @@ from deltaserve.tools.tests import TestResult
 
 def test_applied_and_dry_run_name_the_files_and_show_the_diff():
     diff = "--- a/x.py\n+++ b/x.py\n@@ -1 +1 @@\n-a\n+b\n"
-    assert feedback.applied_edits(["x.py", "y.py"], diff) == f"Applied to x.py, y.py:\n```diff\n{diff.rstrip()}\n```"
+    expected = f"Applied to x.py, y.py:\n```diff\n{diff.rstrip()}\n```"
+    assert feedback.applied_edits(["x.py", "y.py"], diff) == expected
     assert feedback.applied_edits(["x.py"], diff, dry_run=True).startswith("Dry run, not written to x.py:\n")
 
 
@@ -19,7 +20,8 @@ def test_failures_say_nothing_was_changed_and_why():
 
 def test_test_output_keeps_its_tail():
     output = "start\n" + "x" * feedback.OUTPUT_TAIL_CHARS + "\n1 failed"
-    result = TestResult(exit_code=1, output=output, passed=0, failed=1, errors=0, timed_out=False, duration_s=0.1)
+    result = TestResult(exit_code=1, output=output, passed=0, failed=1, errors=0, timed_out=False,
+                        duration_s=0.1)
     text = feedback.describe_tests(result, "pytest -q")
     assert text.startswith("Tests (`pytest -q`): FAIL (0 passed, 1 failed, 0 errors)\n```\n...\n")
     assert text.endswith("1 failed\n```") and "start" not in text

@@ -3,7 +3,8 @@ from deltaserve.harness.lookups import Lookup
 
 
 def test_parse_requests_among_prose():
-    reply = "I need more context.\nVIEW src/m.py 10-40\nVIEW `src/n.py`\nVIEW src/o.py:3-4\nGREP def parse_\nthanks"
+    reply = ("I need more context.\nVIEW src/m.py 10-40\nVIEW `src/n.py`\nVIEW src/o.py:3-4\n"
+             "GREP def parse_\nthanks")
     assert lookups.parse(reply) == [Lookup("view", "src/m.py", 10, 40), Lookup("view", "src/n.py"),
                                     Lookup("view", "src/o.py", 3, 4), Lookup("grep", "def parse_")]
     assert lookups.parse("please VIEW the file") == []

@@ -33,12 +33,14 @@ def test_whole_format_on_a_local_model_passes_the_files_as_prediction(project, q
     assert report.solved
     # step 1: the context file (calc.py, from the task's `add()`) as it is; step 2 adds the file viewed
     assert calls[0]["prediction"] == whole.render({"calc.py": before})
-    assert calls[1]["prediction"] == whole.render({"calc.py": before, "test_calc.py": (project / "test_calc.py").read_text()})
+    tests_file = (project / "test_calc.py").read_text()
+    assert calls[1]["prediction"] == whole.render({"calc.py": before, "test_calc.py": tests_file})
 
 
 def test_prediction_follows_the_files_after_an_edit(project, quick_test_cmd):
     half = "calc.py\n```\ndef add(a, b):\n    return a - b + 0\n\n\ndef mul(a, b):\n    return a * b\n```\n"
-    _, calls = run_capturing(project, quick_test_cmd, "local/smollm2-135m", "whole", [half, FIXED_WHOLE], counter=len)
+    _, calls = run_capturing(project, quick_test_cmd, "local/smollm2-135m", "whole", [half, FIXED_WHOLE],
+                             counter=len)
     assert "return a - b + 0" in calls[1]["prediction"] and "return a - b + 0" not in calls[0]["prediction"]
 
 

@@ -15,10 +15,11 @@ MODEL = "local/smollm2-135m"
 REPLIES = [
     "Let me see the file first.\nVIEW calc.py\n",
     # a diff that does not apply; trailing spaces and a unicode arrow must survive the round trip
-    "Fix → sign:  \n```diff\n--- a/calc.py\n+++ b/calc.py\n@@ -1,2 +1,2 @@\n def add(x, y):\n-    return x - y\n"
-    "+    return x + y\n```\n\n",
+    "Fix → sign:  \n```diff\n--- a/calc.py\n+++ b/calc.py\n@@ -1,2 +1,2 @@\n def add(x, y):\n"
+    "-    return x - y\n+    return x + y\n```\n\n",
     "Hmm.\n\n\n",
-    "```diff\n--- a/calc.py\n+++ b/calc.py\n@@ -1,2 +1,2 @@\n def add(a, b):\n-    return a - b\n+    return a * b\n```",
+    "```diff\n--- a/calc.py\n+++ b/calc.py\n@@ -1,2 +1,2 @@\n def add(a, b):\n-    return a - b\n"
+    "+    return a * b\n```",
 ]
 
 
@@ -48,7 +49,7 @@ def test_each_prompt_extends_the_previous_prompt_and_reply(engine, project, test
     for n in range(3):
         reply_ids = tok.encode(REPLIES[n], add_special_tokens=False) + [end_of_turn]
         expected = ids[n] + reply_ids
-        assert ids[n + 1][: len(expected)] == expected, f"prompt {n + 2} does not extend prompt {n + 1} + reply"
+        assert ids[n + 1][: len(expected)] == expected, f"prompt {n + 2} does not extend prompt {n + 1}"
         assert len(ids[n + 1]) > len(expected)  # and the feedback follows
 
 

@@ -28,4 +28,5 @@ def test_roles_alternate():
 
 def test_render_file_numbered_and_plain():
     assert render_file("a.py", "x = 1\ny = 2\n", numbered=False) == "a.py\n```\nx = 1\ny = 2\n```"
-    assert render_file("a.py", "x\n" * 10, numbered=True, first_line=5).splitlines()[2:4] == [" 5 | x", " 6 | x"]
+    numbered = render_file("a.py", "x\n" * 10, numbered=True, first_line=5)
+    assert numbered.splitlines()[2:4] == [" 5 | x", " 6 | x"]

@@ -1,0 +1,55 @@
+"""The loop reports to observers and prints nothing itself; AgentConfig holds its defaults once."""
+
+import pytest
+from pydantic import ValidationError
+
+from deltaserve.engine import EngineConfig
+from deltaserve.harness import Agent, AgentConfig
+from deltaserve.harness.config import DEFAULT_MODEL
+from deltaserve.harness.events import AgentObserver
+
+MODEL = "openai/gpt-4o-mini"  # never called: the replies are scripted through litellm's mock_response
+RIGHT = ("```diff\n--- a/calc.py\n+++ b/calc.py\n@@ -1,2 +1,2 @@\n def add(a, b):\n-    return a - b\n"
+         "+    return a + b\n```")
+
+
+class Recorder(AgentObserver):
+    def __init__(self):
+        self.events = []
+
+    def on_run_start(self, run):
+        self.events.append(("start", run.model, run.edit_format))
+
+    def on_initial_tests(self, tests):
+        self.events.append(("initial", tests.ok))
+
+    def on_step(self, step, details):
+        applied = "Applied to" in details.feedback
+        self.events.append(("step", step.step, step.outcome, details.files_changed, applied))
+
+    def on_run_end(self, report):
+        self.events.append(("end", report.stopped))
+
+
+def test_observers_see_every_event_and_nothing_is_printed(project, quick_test_cmd, capsys):
+    recorder = Recorder()
+    agent = Agent(project, "fix add", AgentConfig(model=MODEL, test_cmd=quick_test_cmd), observers=[recorder],
+                  mock_response=RIGHT, counter=len)
+    report = agent.run()
+    assert report.solved
+    assert recorder.events == [("start", MODEL, "udiff"), ("initial", False),
+                               ("step", 1, "tests pass", ("calc.py",), True), ("end", "tests pass")]
+    assert capsys.readouterr() == ("", "")  # no console at all
+    assert agent.completion_kwargs == {"mock_response": RIGHT}  # not a config field: goes to the model call
+
+
+def test_keyword_settings_override_the_config_and_are_validated(project):
+    agent = Agent(project, "fix add", AgentConfig(max_steps=3, model=MODEL), max_tokens=64)
+    assert (agent.config.max_steps, agent.config.max_tokens, agent.config.model) == (3, 64, MODEL)
+    with pytest.raises(ValidationError):
+        Agent(project, "fix add", max_steps=0)
+
+
+def test_defaults_are_documented_and_name_the_bundled_model():
+    assert DEFAULT_MODEL == f"local/{EngineConfig().model}"
+    assert all(field.description for field in AgentConfig.model_fields.values())
