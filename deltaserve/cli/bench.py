@@ -2,9 +2,11 @@
 
 - engine: our engine vs HF generate() (evals/bench/engine_vs_hf.py): prefill and decode tok/s, short and
           long context.
-- prefix: the agent workload (per-turn TTFT with/without prefix caching vs HF) and batched throughput.
-- spec:   speculative decoding off vs on over teacher-forced edit replies (engine/bench_speculative.py).
-- load:   a bounded load run with disconnects against a real `deltaserve serve` (evals/load.py).
+- prefix: the agent workload (per-turn TTFT with/without prefix caching vs HF) and batched throughput
+          (evals/bench/prefix.py).
+- spec:   speculative decoding off vs on over teacher-forced edit replies
+          (evals/bench/speculative.py).
+- load:   a bounded load run with disconnects against a real `deltaserve serve` (evals/bench/load.py).
 """
 
 from __future__ import annotations
