@@ -2,8 +2,8 @@
 
 Each carries `.message`: a sentence written for whoever reads it next, a user at a terminal or a model that
 gets it back as feedback. Catch `DeltaserveError` to handle them all; the server maps the engine's kinds to
-the OpenAI error shape in one place (the server's error handlers). Bad-input kinds also derive from ValueError, so
-callers that only know the standard library still catch them.
+the OpenAI error shape in one place (engine/server/errors.py). Bad-input kinds also derive from
+ValueError, so callers that only know the standard library still catch them.
 """
 
 from __future__ import annotations
@@ -35,8 +35,8 @@ class ModelNotFoundError(EngineError, ValueError):
 class APIError(EngineError):
     """An HTTP error the server answers in the OpenAI error shape (`status`, `type`, `param`, `code`)."""
 
-    def __init__(self, status: int, message: str, type: str = "invalid_request_error", param: str | None = None,
-                 code: str | None = None):
+    def __init__(self, status: int, message: str, type: str = "invalid_request_error",
+                 param: str | None = None, code: str | None = None):
         super().__init__(message)
         self.status, self.type, self.param, self.code = status, type, param, code
 

@@ -32,7 +32,8 @@ from deltaserve.tools.workspace import Workspace
 
 VOCAB = [
     "", "", "", "    pass", "    return x", "    return None", "}", "{", "    x = 1", "    x = 2", "else:",
-    "        continue", "\tindented_with_tab()", "\t\treturn 0", "# comment", "import os", "def f():", "    if x:",
+    "        continue", "\tindented_with_tab()", "\t\treturn 0", "# comment", "import os", "def f():",
+    "    if x:",
     "        y += 1", "end", "    ", "x = [1, 2, 3]", "print('hello')", "    # TODO", "class A:",
     "    def method(self):", "        self.value = value", "  two_space_indent = True", "trailing_ws = 1  ",
 ]
@@ -97,7 +98,8 @@ def _lines(draw, unique: bool, counter: list[int], min_size=0, max_size=40):
     for _ in range(n):
         if unique or draw(st.integers(0, 3)) == 0:
             counter[0] += 1
-            out.append(f"{'    ' * draw(st.integers(0, 2))}v{counter[0]} = {draw(st.sampled_from(['a', 'b(c)', '[]']))}")
+            indent = "    " * draw(st.integers(0, 2))
+            out.append(f"{indent}v{counter[0]} = {draw(st.sampled_from(['a', 'b(c)', '[]']))}")
         else:
             out.append(draw(st.sampled_from(VOCAB)))
     return out
@@ -154,7 +156,8 @@ def _hunk_line_indices(lines: list[str]) -> list[int]:
     for i, line in enumerate(lines):
         if line.startswith("@@"):
             inside = True
-        elif line.startswith(("--- ", "diff --git")) and i + 1 < len(lines) and lines[i + 1].startswith("+++ "):
+        elif (line.startswith(("--- ", "diff --git")) and i + 1 < len(lines)
+              and lines[i + 1].startswith("+++ ")):
             inside = False
         elif inside and line[:1] in (" ", "+", "-"):
             out.append(i)
@@ -169,7 +172,8 @@ def shift_line_numbers(diff: str, k: int) -> str:
     """Every hunk header's line numbers moved by k (at least 1): the wrong numbers models write."""
 
     def move(m):
-        return f"@@ -{max(1, int(m.group(1)) + k)},{m.group(2) or 1} +{max(1, int(m.group(3)) + k)},{m.group(4) or 1} @@"
+        old_start, new_start = max(1, int(m.group(1)) + k), max(1, int(m.group(3)) + k)
+        return f"@@ -{old_start},{m.group(2) or 1} +{new_start},{m.group(4) or 1} @@"
 
     return "\n".join(_HDR.sub(move, ln) if ln.startswith("@@") else ln for ln in diff.split("\n"))
 
@@ -186,8 +190,10 @@ def corrupt(diff: str, kind: str, rnd: random.Random, sc: Scenario) -> str | Non
     elif kind == "bare_at":
         lines = [("@@ @@" if ln.startswith("@@") else ln) for ln in lines]
     elif kind == "wrong_counts":
-        lines = [(_HDR.sub(lambda m: f"@@ -{m.group(1)},{rnd.randint(0, 40)} +{m.group(3)},{rnd.randint(0, 40)} @@",
-                           ln) if ln.startswith("@@") else ln) for ln in lines]
+        def wrong(m):
+            return f"@@ -{m.group(1)},{rnd.randint(0, 40)} +{m.group(3)},{rnd.randint(0, 40)} @@"
+
+        lines = [(_HDR.sub(wrong, ln) if ln.startswith("@@") else ln) for ln in lines]
     elif kind == "shift_numbers":
         if not sc.unique_lines:
             return None  # with repeated lines a wrong number can point at another true match
@@ -287,7 +293,8 @@ def _hashes(root: Path) -> dict[str, str]:
 
 
 def _expected(files: dict[str, FileState]) -> dict[str, str]:
-    return {p: hashlib.sha256(s.text().encode("utf-8")).hexdigest() for p, s in files.items() if s.text() is not None}
+    return {p: hashlib.sha256(s.text().encode("utf-8")).hexdigest()
+            for p, s in files.items() if s.text() is not None}
 
 
 def scratch_dir(prefix: str = "fuzz-") -> Path:
