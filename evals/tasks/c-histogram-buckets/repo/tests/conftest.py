@@ -1,0 +1,9 @@
+import pytest
+
+from minimetrics import Registry
+
+
+@pytest.fixture
+def registry():
+    return Registry()
+
