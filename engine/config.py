@@ -26,6 +26,10 @@ class EngineConfig(BaseModel):
     max_num_batched_tokens: int = Field(default=2048, ge=1)
     max_num_seqs: int = Field(default=16, ge=1)
     enable_prefix_caching: bool = True
+    # Disk tier under the prefix cache (engine/kv_disk.py): full KV blocks under <dir>/kv/<model
+    # fingerprint>/, reused by later processes; None = off. Bounded by kv_cache_max_gb (LRU by bytes).
+    kv_cache_dir: str | None = None
+    kv_cache_max_gb: float = Field(default=10.0, gt=0)
     scheduling_policy: Literal["fcfs", "cache_aware"] = "fcfs"
 
     # Speculative decoding (engine/speculative.py): drafts verified in one forward pass.

@@ -28,6 +28,7 @@ from pydantic import ValidationError
 from deltaserve.engine.config import EngineConfig
 from deltaserve.engine.errors import EngineError, InvalidRequestError
 from deltaserve.engine.kv_cache import KVCache, bytes_per_block, default_num_blocks
+from deltaserve.engine.kv_disk import DiskKVStore, DiskTier, model_fingerprint
 from deltaserve.engine.loader import LoadedModel, load_model
 from deltaserve.engine.model import LlamaModel, Span, max_positions_for
 from deltaserve.engine.outputs import EngineStats, RequestOutput
@@ -81,7 +82,10 @@ class Engine:
         self.max_model_len = min(max_positions, num_blocks * config.block_size)
         self.kv = KVCache(m.num_layers, num_blocks, config.block_size, m.num_kv_heads, m.head_dim,
                           self.dtype, self.device)
-        self.blocks = BlockManager(num_blocks, config.block_size, config.enable_prefix_caching)
+        use_disk = config.kv_cache_dir and config.enable_prefix_caching
+        self.kv_disk = self._disk_store(loaded) if use_disk else None
+        tier = DiskTier(self.kv_disk, self.kv) if self.kv_disk is not None else None
+        self.blocks = BlockManager(num_blocks, config.block_size, config.enable_prefix_caching, tier)
         self.scheduler = Scheduler(config, self.blocks)
         self.requests: dict[str, Sequence] = {}
         self._finished_pending: list[Sequence] = []  # aborted since the last step
@@ -89,6 +93,12 @@ class Engine:
         self.draft_tokens = 0
         self.accepted_draft_tokens = 0
         self.drafter = make_drafter(self) if config.speculative else None
+
+    def _disk_store(self, loaded: LoadedModel) -> DiskKVStore:
+        c = self.config
+        fingerprint = model_fingerprint(loaded.source_dir, loaded.hf_config, self.dtype, c.block_size,
+                                        getattr(c, "quant", None))  # `quant` where the config has one
+        return DiskKVStore(c.kv_cache_dir, fingerprint, int(c.kv_cache_max_gb * 2**30))
 
     @classmethod
     def from_pretrained(cls, name_or_path: str = "smollm2-135m", **config) -> Engine:

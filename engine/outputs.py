@@ -7,7 +7,8 @@ from pydantic import BaseModel, Field
 
 class RequestMetrics(BaseModel):
     prompt_tokens: int = 0
-    cached_tokens: int = 0  # prompt tokens served from the prefix cache
+    cached_tokens: int = 0  # prompt tokens served from the prefix cache (memory or disk)
+    cached_tokens_disk: int = 0  # of those, tokens read from the disk tier
     prefill_tokens_computed: int = 0
     completion_tokens: int = 0
     decode_passes: int = 0  # forward passes after the first token (< completion_tokens with speculation)
@@ -45,3 +46,13 @@ class EngineStats(BaseModel):
     preemptions: int
     draft_tokens: int = 0
     accepted_draft_tokens: int = 0
+    # disk tier (engine/kv_disk.py), all 0 without one; hits, misses, corrupt, skipped, evictions: blocks
+    kv_disk_hits: int = 0
+    kv_disk_misses: int = 0
+    kv_disk_bytes_read: int = 0
+    kv_disk_bytes_written: int = 0
+    kv_disk_corrupt_blocks: int = 0
+    kv_disk_skipped_writes: int = 0
+    kv_disk_evictions: int = 0
+    kv_disk_bytes: int = 0  # size of this model's block files on disk
+    kv_disk_writable: int = 0  # 1 while writes go on; 0 after a write error (or without a tier)

@@ -6,6 +6,10 @@ block), so equal hashes mean equal prefixes, and a lookup also compares the stor
 parent hash (no false hit even on a collision). A block whose refcount drops to 0 keeps its KV and
 its index entry in the LRU list until the pool needs it; sequences free their blocks tail first so
 a prefix's head outlives its tail.
+
+With a disk tier (engine/kv_disk.py, `self.disk`), a block is also offered to disk when it gets indexed,
+and a prefix match that runs out of memory hits goes on in the disk tier: each block found there is loaded
+into a pool block and indexed as if it had been computed.
 """
 
 from __future__ import annotations
@@ -14,6 +18,7 @@ import hashlib
 from collections import OrderedDict, deque
 
 from deltaserve.engine.errors import EngineError
+from deltaserve.engine.kv_disk import DiskTier
 from deltaserve.engine.sequence import Sequence
 
 
@@ -25,7 +30,8 @@ def block_hash(parent: bytes | None, tokens: tuple[int, ...], salt: str | None) 
 
 
 class BlockManager:
-    def __init__(self, num_blocks: int, block_size: int, enable_caching: bool = True):
+    def __init__(self, num_blocks: int, block_size: int, enable_caching: bool = True,
+                 disk: DiskTier | None = None):
         self.num_blocks = num_blocks
         self.block_size = block_size
         self.enable_caching = enable_caching
@@ -36,6 +42,7 @@ class BlockManager:
         self.index: dict[bytes, int] = {}
         self.free: deque[int] = deque(range(num_blocks))
         self.lru: OrderedDict[int, None] = OrderedDict()  # refcount-0 blocks still in the index, oldest first
+        self.disk = disk if enable_caching else None
         # counters (tokens for queries/hits, blocks for evictions)
         self.queries = 0
         self.hits = 0
@@ -97,8 +104,33 @@ class BlockManager:
             seq.block_table.append(block)
             seq.block_hashes.append(h)
             parent = h
+        if self.disk is not None:
+            self._match_on_disk(seq, parent)
         seq.num_computed_tokens = len(seq.block_table) * bs
         return seq.num_computed_tokens
+
+    def _match_on_disk(self, seq: Sequence, parent: bytes | None) -> None:
+        """Extend seq's matched prefix with blocks from the disk tier, loaded into free pool blocks."""
+        bs = self.block_size
+        tokens = seq.token_ids
+        for b in range(len(seq.block_table), (len(tokens) - 1) // bs):
+            if not self.num_available:
+                return
+            chunk = tuple(tokens[b * bs:(b + 1) * bs])
+            h = block_hash(parent, chunk, seq.cache_salt)
+            if not self.disk.has(h):
+                self.disk.store.stats.misses += 1
+                return
+            block = self._take_block()
+            if not self.disk.load_into(block, h, parent, chunk, b):
+                self._release(block)
+                return
+            self.index[h] = block
+            self.hash_of[block], self.tokens_of[block], self.parent_of[block] = h, chunk, parent
+            seq.block_table.append(block)
+            seq.block_hashes.append(h)
+            seq.disk_cached_tokens += bs
+            parent = h
 
     def record_query(self, prompt_tokens: int, cached_tokens: int) -> None:
         self.queries += prompt_tokens
@@ -122,6 +154,8 @@ class BlockManager:
             if h not in self.index and self.hash_of[block] is None:
                 self.index[h] = block
                 self.hash_of[block], self.tokens_of[block], self.parent_of[block] = h, chunk, parent
+                if self.disk is not None:
+                    self.disk.save(block, h, parent, chunk, b)
 
     # ---- release ----
 
@@ -160,4 +194,5 @@ class BlockManager:
             "prefix_cache_queries": self.queries,
             "prefix_cache_hits": self.hits,
             "evictions": self.evictions,
+            **(self.disk.counts() if self.disk is not None else {}),
         }

@@ -102,6 +102,7 @@ class Scheduler:
                 if not seq.admitted_once:
                     seq.admitted_once = True
                     seq.metrics.cached_tokens = cached
+                    seq.metrics.cached_tokens_disk = min(cached, seq.disk_cached_tokens)
                     self.blocks.record_query(seq.num_prompt_tokens, cached)
                     seq.first_scheduled_time = time.perf_counter()
                 self.blocks.allocate(seq, n)
