@@ -1,18 +1,27 @@
-"""SamplingParams and the choice of the next token from one row of logits."""
+"""SamplingParams and the choice of the next token from one row of logits.
+
+The math cannot overflow for any valid parameters: a temperature below MIN_TEMPERATURE is greedy (dividing
+logits by it would reach inf and softmax would give NaN), scaling and filtering run in float32, and top-p
+always keeps the most likely token (a top_p that rounds to 0 in float32 would otherwise drop every token).
+"""
 
 from __future__ import annotations
 
 import torch
 from pydantic import BaseModel, ConfigDict, Field
 
+# Below this, sampling is argmax in all but name: the top logit outweighs the next by a factor of
+# exp(gap / temperature), so we take the argmax rather than divide by a number that overflows float32.
+MIN_TEMPERATURE = 1e-5
+
 
 class SamplingParams(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
     max_tokens: int = Field(default=256, ge=1)
-    temperature: float = Field(default=0.0, ge=0.0)  # 0 = greedy
+    temperature: float = Field(default=0.0, ge=0.0, allow_inf_nan=False)  # < MIN_TEMPERATURE = greedy
     top_k: int = Field(default=0, ge=0)  # 0 = off
-    top_p: float = Field(default=1.0, gt=0.0, le=1.0)
+    top_p: float = Field(default=1.0, gt=0.0, le=1.0, allow_inf_nan=False)
     seed: int | None = None
     stop: list[str] = Field(default_factory=list)
     ignore_eos: bool = False
@@ -23,7 +32,7 @@ class SamplingParams(BaseModel):
 
     @property
     def greedy(self) -> bool:
-        return self.temperature == 0.0 or self.top_k == 1
+        return self.temperature < MIN_TEMPERATURE or self.top_k == 1
 
 
 def make_generator(params: SamplingParams, device: torch.device) -> torch.Generator | None:
@@ -38,15 +47,17 @@ def make_generator(params: SamplingParams, device: torch.device) -> torch.Genera
 
 
 def probabilities(logits: torch.Tensor, params: SamplingParams) -> torch.Tensor:
-    """Softmax of temperature-scaled logits [..., V] after top-k / top-p filtering."""
-    logits = logits.float() / params.temperature
+    """Softmax of temperature-scaled logits [..., V] after top-k / top-p filtering (float32; a greedy
+    temperature is scaled as MIN_TEMPERATURE, which puts nearly all the mass on the argmax)."""
+    logits = logits.float() / max(params.temperature, MIN_TEMPERATURE)
     if params.top_k > 0 and params.top_k < logits.shape[-1]:
         kth = torch.topk(logits, params.top_k, dim=-1).values[..., -1:]
         logits = logits.masked_fill(logits < kth, float("-inf"))
     if params.top_p < 1.0:
         sorted_logits, order = torch.sort(logits, dim=-1, descending=True)
-        cum = sorted_logits.softmax(-1).cumsum(-1)
-        drop = cum - sorted_logits.softmax(-1) >= params.top_p  # keep the smallest set reaching top_p
+        sorted_probs = sorted_logits.softmax(-1)
+        drop = sorted_probs.cumsum(-1) - sorted_probs >= params.top_p  # keep the smallest set reaching top_p
+        drop[..., 0] = False  # the most likely token always stays, however small top_p is
         sorted_logits = sorted_logits.masked_fill(drop, float("-inf"))
         logits = torch.full_like(logits, float("-inf")).scatter(-1, order, sorted_logits)
     return logits.softmax(-1)
