@@ -209,6 +209,7 @@ class ResponseMetrics(BaseModel):
     decode_passes: int = 0
     prefill_tokens_computed: int = 0
     cached_tokens: int = 0
+    cached_tokens_disk: int = 0  # of cached_tokens, those read from the disk tier
     prefill_ms: float | None = None
     decode_ms: float | None = None
 
@@ -251,6 +252,7 @@ def usage_and_metrics(choices: Iterable[tuple[int, Any]]) -> tuple[Usage, Respon
         decode_passes=passes,
         prefill_tokens_computed=computed,
         cached_tokens=cached,
+        cached_tokens_disk=sum(m.cached_tokens_disk for m in per_prompt.values()),
         prefill_ms=prefill_s * 1000,
         decode_ms=decode_s * 1000,
     )

@@ -63,11 +63,11 @@ def is_local(model: str) -> bool:
     return local_name(model) is not None
 
 
-def load(model: str, num_threads: int | None = None) -> None:
-    """Build a `local/` model's engine now (a wrong name fails here, not at the first model call); other
-    providers need nothing loaded."""
+def load(model: str, num_threads: int | None = None, **engine_options: Any) -> None:
+    """Build a `local/` model's engine now (a wrong name fails here, not at the first model call) with
+    EngineConfig options (e.g. kv_cache_dir); other providers need nothing loaded."""
     if (name := local_name(model)) is not None:
-        local_engine(name, **({"num_threads": num_threads} if num_threads else {}))
+        local_engine(name, **({"num_threads": num_threads} if num_threads else {}), **engine_options)
 
 
 def context_window(model: str) -> int | None:

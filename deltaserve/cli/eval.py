@@ -10,12 +10,14 @@ from pathlib import Path
 from rich.console import Console
 
 from deltaserve.cli import COMMANDS, default
+from deltaserve.cli.kv_options import add_kv_cache_options, kv_cache_kwargs
 from deltaserve.evals.agent_eval import AgentEvalConfig, run_agent_eval
 from deltaserve.evals.check_tasks import check_tasks, render_table
 from deltaserve.evals.console import print_decode_summary, print_report
 from deltaserve.evals.decode_cost import DecodeCostConfig, run_decode_cost_eval
 from deltaserve.evals.report import report_from_file
 from deltaserve.evals.task_suite import load_tasks
+from deltaserve.harness import local_provider
 
 
 def _comma_list(value: str | None) -> list[str] | None:
@@ -68,6 +70,7 @@ def register(subparsers) -> None:
     ag.add_argument("--max-tokens", type=int, default=default(AgentEvalConfig, "max_tokens"),
                     help="max tokens per reply (default: %(default)s)")
     ag.add_argument("--api-base", default=None)
+    add_kv_cache_options(ag.add_argument_group("local/ models' engines"))
     ag.add_argument("--out", type=Path, help="output dir; rerunning with the same dir resumes")
     ag.set_defaults(func=run_agent)
 
@@ -111,6 +114,8 @@ def run_decode_cost(args) -> int:
 
 
 def run_agent(args) -> int:
+    for model in _comma_list(args.models) or []:  # local/ engines built now, with the disk tier if asked
+        local_provider.load(model, **kv_cache_kwargs(args))
     config = AgentEvalConfig(
         models=_comma_list(args.models),
         formats=_comma_list(args.formats),

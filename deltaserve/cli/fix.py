@@ -7,6 +7,7 @@ import sys
 from pathlib import Path
 
 from deltaserve.cli import COMMANDS, default, wrapped
+from deltaserve.cli.kv_options import add_kv_cache_options, kv_cache_kwargs
 from deltaserve.errors import DeltaserveError, HarnessError
 from deltaserve.harness import formats, local_provider
 from deltaserve.harness.agent import Agent
@@ -54,6 +55,7 @@ def register(subparsers) -> None:
     p.add_argument("--threads", type=int, default=None, metavar="N",
                    help="CPU threads for a local/ model's engine (default: torch's; 1 is steadier on a busy "
                         "machine)")
+    add_kv_cache_options(p.add_argument_group("a local/ model's engine"))
     p.add_argument("--dry-run", action="store_true",
                    help="show the first applicable edits without writing them")
     where = p.add_mutually_exclusive_group()
@@ -73,7 +75,7 @@ def run(args: argparse.Namespace) -> int:
     if not (args.allow_dirty or args.copy):
         check_clean(args.path)  # before anything slow (loading a model, running the tests)
     try:  # a local/ model loads now: a wrong name is a clear error, not a failed first step
-        local_provider.load(args.model, num_threads=args.threads)
+        local_provider.load(args.model, num_threads=args.threads, **kv_cache_kwargs(args))
     except (DeltaserveError, ValueError, OSError) as exc:  # transformers' loaders raise plain ValueErrors too
         raise HarnessError(f"cannot load {args.model}: {exc}") from exc
     workspace = make_copy(args.path) if args.copy else args.path

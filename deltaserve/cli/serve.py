@@ -8,6 +8,7 @@ import sys
 from pydantic import ValidationError
 
 from deltaserve.cli import COMMANDS, default, wrapped
+from deltaserve.cli.kv_options import add_kv_cache_options, kv_cache_kwargs
 from deltaserve.engine import Engine, EngineConfig
 from deltaserve.engine.server import ServerLimits, bind_socket, run_server
 
@@ -55,6 +56,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
                      help="KV cache blocks in the pool (default: sized from memory)")
     eng.add_argument("--max-model-len", type=int, default=None, metavar="N", help="cap the context length")
     eng.add_argument("--no-prefix-caching", action="store_true", help="disable prefix caching")
+    add_kv_cache_options(eng)
     eng.add_argument("--speculative", action=argparse.BooleanOptionalAction, default=None,
                      help="speculative decoding from prompt n-grams and `prediction` (default: on)")
     lim = p.add_argument_group("request limits (each answers with its own 4xx/503)")
@@ -86,7 +88,7 @@ def engine_kwargs(args: argparse.Namespace) -> dict:
     kwargs = {k: v for k, v in kwargs.items() if v is not None}
     if args.no_prefix_caching:
         kwargs["enable_prefix_caching"] = False
-    return kwargs
+    return {**kwargs, **kv_cache_kwargs(args)}
 
 
 def run(args: argparse.Namespace) -> int:

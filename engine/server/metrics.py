@@ -59,6 +59,7 @@ class EngineStatsCollector:
         yield counter("spec_decode_num_accepted_tokens", "Draft tokens accepted by verification.", accepted)
         yield gauge("spec_decode_acceptance_rate", "accepted / proposed draft tokens since start (0: none).",
                     accepted / drafts if drafts else 0.0)
+        yield from _disk_tier_metrics(val, counter, gauge)
         yield gauge("num_requests_running", "Requests in the running batch.", val("num_running"))
         yield gauge("num_requests_waiting", "Requests waiting to be scheduled.", val("num_waiting"))
         total = val("num_blocks")
@@ -69,6 +70,24 @@ class EngineStatsCollector:
         yield gauge("kv_cache_blocks_in_use", "KV blocks held by requests.", in_use)
         yield gauge("kv_cache_blocks_cached", "Free KV blocks still holding reusable cached prefixes.",
                     val("blocks_cached"))
+
+
+def _disk_tier_metrics(val, counter, gauge):
+    """The KV disk tier's counters (all 0 when the engine has none)."""
+    yield counter("kv_disk_hits", "KV blocks read from the disk tier.", val("kv_disk_hits"))
+    yield counter("kv_disk_misses", "Prefix lookups past the memory cache that the disk tier could not "
+                  "serve.", val("kv_disk_misses"))
+    yield counter("kv_disk_read_bytes", "Bytes read from the KV disk tier.", val("kv_disk_bytes_read"))
+    yield counter("kv_disk_written_bytes", "Bytes written to the KV disk tier.", val("kv_disk_bytes_written"))
+    yield counter("kv_disk_corrupt_blocks", "KV block files that failed their checksum (dropped, "
+                  "recomputed).", val("kv_disk_corrupt_blocks"))
+    yield counter("kv_disk_skipped_writes", "KV blocks not written (writer queue full or writing off).",
+                  val("kv_disk_skipped_writes"))
+    yield counter("kv_disk_evictions", "KV block files evicted to stay under the size bound.",
+                  val("kv_disk_evictions"))
+    yield gauge("kv_disk_usage_bytes", "Bytes of this model's KV block files on disk.", val("kv_disk_bytes"))
+    yield gauge("kv_disk_writable", "1 while the KV disk tier writes, 0 after a write error or without one.",
+                val("kv_disk_writable"))
 
 
 class ServerMetrics:

@@ -7,7 +7,9 @@ import socket
 import pytest
 
 from deltaserve.cli import build_parser, main
+from deltaserve.cli.kv_options import kv_cache_kwargs
 from deltaserve.cli.serve import engine_kwargs
+from deltaserve.engine import EngineConfig
 
 
 def test_help_has_defaults_and_examples(capsys):
@@ -59,3 +61,13 @@ def test_only_the_engine_options_given_reach_the_engine():
         "speculative": False, "enable_prefix_caching": False}
     assert kwargs("--speculative", "--num-threads", "1", "--num-blocks", "64") == {
         "speculative": True, "num_threads": 1, "num_blocks": 64}
+    assert kwargs("--kv-cache-dir", "/tmp/kv", "--kv-cache-max-gb", "0.5") == {
+        "kv_cache_dir": "/tmp/kv", "kv_cache_max_gb": 0.5}
+
+
+def test_fix_and_eval_agent_take_the_disk_tier_options():
+    fix = build_parser().parse_args(["fix", ".", "--task", "t", "--kv-cache-dir", "kv"])
+    assert kv_cache_kwargs(fix) == {"kv_cache_dir": "kv", "kv_cache_max_gb": EngineConfig().kv_cache_max_gb}
+    agent = build_parser().parse_args(["eval", "agent", "--kv-cache-dir", "kv", "--kv-cache-max-gb", "2"])
+    assert kv_cache_kwargs(agent) == {"kv_cache_dir": "kv", "kv_cache_max_gb": 2.0}
+    assert kv_cache_kwargs(build_parser().parse_args(["fix", ".", "--task", "t"])) == {}
