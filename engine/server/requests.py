@@ -1,12 +1,19 @@
-"""A request body read under the server's size limit and parsed into an OpenAI request model."""
+"""A request body read under the server's size limit and parsed into an OpenAI request model.
+
+The body is parsed by pydantic's JSON parser, which stops at a fixed nesting depth instead of recursing until
+Python's stack runs out, and accepts only standard JSON (no NaN / Infinity). A client that hangs up before
+its body has arrived is a 499 (client disconnected) with one log line, not a server error.
+"""
 
 from __future__ import annotations
 
-import json
+import logging
 from typing import TypeVar
 
+import pydantic_core
 from fastapi import Request
 from pydantic import ValidationError
+from starlette.requests import ClientDisconnect
 
 from deltaserve.engine.openai_protocol import SamplingRequest
 from deltaserve.engine.server.context import ServingContext
@@ -15,23 +22,39 @@ from deltaserve.errors import APIError
 
 R = TypeVar("R", bound=SamplingRequest)
 
+log = logging.getLogger("deltaserve.server")
 
-async def read_json(request: Request, max_body_bytes: int) -> dict:
-    """The body as a JSON object; 413 past `max_body_bytes` (declared or streamed), 400 when not JSON."""
+
+async def read_body(request: Request, max_body_bytes: int) -> bytes:
+    """The raw body; 413 past `max_body_bytes` (declared or streamed), 499 when the client hangs up first."""
     declared = request.headers.get("content-length")
     too_large = APIError(413, f"request body exceeds this server's limit of {max_body_bytes} bytes",
                          code="request_too_large")
     if declared and declared.isdigit() and int(declared) > max_body_bytes:
         raise too_large
     body = bytearray()
-    async for chunk in request.stream():
-        body += chunk
-        if len(body) > max_body_bytes:
-            raise too_large
     try:
-        data = json.loads(body)
-    except (json.JSONDecodeError, UnicodeDecodeError) as exc:
-        raise APIError(400, f"request body is not valid JSON: {exc}", code="invalid_json") from exc
+        async for chunk in request.stream():
+            body += chunk
+            if len(body) > max_body_bytes:
+                raise too_large
+    except ClientDisconnect as exc:
+        log.info("client disconnected while sending the body of %s %s (%d bytes received)",
+                 request.method, request.url.path, len(body))
+        raise APIError(499, "client disconnected before the request body arrived",
+                       code="client_disconnected") from exc
+    return bytes(body)
+
+
+def parse_json_object(body: bytes) -> dict:
+    """`body` as a JSON object; 400 when it is not JSON, nests too deeply, or is not an object."""
+    try:
+        data = pydantic_core.from_json(body, allow_inf_nan=False)
+    except ValueError as exc:
+        reason = str(exc)
+        if "recursion limit" in reason:  # the parser's fixed depth limit
+            reason = f"arrays/objects nest too deeply ({reason})"
+        raise APIError(400, f"request body is not valid JSON: {reason}", code="invalid_json") from exc
     if not isinstance(data, dict):
         raise APIError(400, "request body must be a JSON object", code="invalid_json")
     return data
@@ -54,4 +77,4 @@ def parse_request(model: type[R], data: dict, ctx: ServingContext) -> R:
 
 
 async def read_request(request: Request, model: type[R], ctx: ServingContext) -> R:
-    return parse_request(model, await read_json(request, ctx.limits.max_body_bytes), ctx)
+    return parse_request(model, parse_json_object(await read_body(request, ctx.limits.max_body_bytes)), ctx)
