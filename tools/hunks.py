@@ -28,12 +28,15 @@ import difflib
 from dataclasses import dataclass, field
 
 from deltaserve.errors import HunkError
+from deltaserve.tools.line_index import WORD, LineIndex, TakenRanges
 
 FUZZY_THRESHOLD = 0.85  # mean per-line similarity of the window
 FUZZY_MARGIN = 0.05  # a rival window this close to the best makes the match ambiguous
 FUZZY_LINE_MIN = 0.5  # every aligned context line at least this similar
 FUZZY_REMOVED_MIN = 0.75  # every aligned removed line at least this similar (it is the line we delete)
+FUZZY_MAX_WINDOWS = 1000  # windows scored in full; more that could match: too common to place
 FUZZY_MIN_LINES = 3  # non-blank source lines needed before fuzzy matching is trusted
+MAX_EXCERPT_WINDOWS = 400  # windows scored for an error's "closest lines" in a long file
 STRATEGIES = ("exact", "rstrip", "indent", "blank-lines", "fuzzy")
 
 
@@ -163,43 +166,6 @@ def _shift_for_added(hunk: Hunk, window: list[str]) -> Shift | None:
     return shift
 
 
-def _key_exact(s: str) -> str:
-    return s
-
-
-def _key_rstrip(s: str) -> str:
-    return s.rstrip()
-
-
-def _key_strip(s: str) -> str:
-    return s.strip()
-
-
-def _runs(keys_file: list[str], keys_src: list[str], taken: list[tuple[int, int]]) -> list[int]:
-    n = len(keys_src)
-    starts = []
-    for i in range(len(keys_file) - n + 1):
-        if keys_file[i : i + n] == keys_src and not _overlaps(i, n, taken):
-            starts.append(i)
-    return starts
-
-
-def _overlaps(start: int, length: int, taken: list[tuple[int, int]]) -> bool:
-    end = start + length
-    for s, size in taken:
-        e = s + size
-        if start < e and s < end:
-            return True
-        # Two zero-length insertions at the same spot, or an insertion inside a replaced block.
-        if (
-            (length == 0 and s < start < e)
-            or (size == 0 and start < s < end)
-            or (length == 0 == size and s == start)
-        ):
-            return True
-    return False
-
-
 def _line_ratio(a: str, b: str, floor: float) -> float:
     """Similarity of two stripped lines, or 0.0 as soon as it is certainly below `floor`."""
     if a == b:
@@ -227,18 +193,52 @@ def _fuzzy_score(src: list[str], kinds: list[str], window: list[str]) -> float:
     return total / len(src)
 
 
-def _window_scores(file_lines: list[str], hunk: Hunk, taken) -> list[tuple[float, int]]:
+class _PairBound:
+    """Necessary conditions for _line_ratio(src_line, x, floor) >= floor, cheap enough to test against every
+    line of a long file: difflib's real_quick_ratio (lengths) and quick_ratio (shared characters, counted
+    with str.count per distinct character of the source line). Both are upper bounds of ratio()."""
+
+    def __init__(self, src_line: str, floor: float):
+        self.src, self.floor = src_line, floor
+        self.counts = [(c, src_line.count(c)) for c in set(src_line)]
+
+    def could_reach(self, line: str) -> bool:
+        if line == self.src:
+            return True
+        if not line or not self.src:
+            return False
+        total = len(line) + len(self.src)
+        if 2.0 * min(len(line), len(self.src)) < self.floor * total:
+            return False
+        shared = sum(min(line.count(c), k) for c, k in self.counts)
+        return 2.0 * shared >= self.floor * total
+
+
+def _window_scores(index: LineIndex, hunk: Hunk, taken: TakenRanges) -> list[tuple[float, int]]:
+    """(score, start) of every window that reaches a fuzzy score. Windows are narrowed one source line at a
+    time by conditions each aligned pair must meet (blank lines first, then removed lines), so only the
+    survivors are scored in full. More than FUZZY_MAX_WINDOWS survivors: the lines are too common to place
+    approximately, a HunkError (scoring them all is quadratic in a long file of similar lines)."""
     src = [s.strip() for s in hunk.source]
     kinds = [k for k, _ in hunk.lines if k != "+"]
     n = len(src)
-    stripped = [s.strip() for s in file_lines]
+    stripped = index.keys("indent")
+    order = sorted(range(n), key=lambda i: (bool(src[i]), kinds[i] != "-"))
+    bounds = [(i, _PairBound(src[i], FUZZY_REMOVED_MIN if kinds[i] == "-" else FUZZY_LINE_MIN))
+              for i in order]
+    starts = []
+    for w in range(len(stripped) - n + 1):
+        if all(b.could_reach(stripped[w + i]) for i, b in bounds) and not taken.overlaps(w, n):
+            starts.append(w)
+            if len(starts) > FUZZY_MAX_WINDOWS:
+                raise HunkError(f"its context/removed lines were not found exactly, and more than "
+                                f"{FUZZY_MAX_WINDOWS} places in the file resemble them; copy the lines "
+                                "exactly from the file", closest_excerpt(index, hunk.source))
     out = []
-    for i in range(len(file_lines) - n + 1):
-        if _overlaps(i, n, taken):
-            continue
-        score = _fuzzy_score(src, kinds, stripped[i : i + n])
+    for w in starts:
+        score = _fuzzy_score(src, kinds, stripped[w : w + n])
         if score > 0:
-            out.append((score, i))
+            out.append((score, w))
     return out
 
 
@@ -253,18 +253,33 @@ def numbered(lines: list[str], start: int, end: int, mark: range | None = None) 
     return "\n".join(out)
 
 
-def closest_excerpt(file_lines: list[str], src: list[str], context: int = 2) -> str:
+def _excerpt_starts(index: LineIndex, src: list[str], n: int) -> list[int]:
+    """Window starts worth scoring for the closest excerpt in a long file: those sharing the most stripped
+    lines with the source, else the most words; at most MAX_EXCERPT_WINDOWS of them."""
+    votes: dict[int, int] = {}
+    table = index.positions("indent")
+    for s in {s.strip() for s in src if s.strip()}:
+        for i in table.get(s, ()):
+            for j in range(n):
+                votes[max(0, i - j)] = votes.get(max(0, i - j), 0) + 1
+    if not votes:
+        for i, shared in index.sharing_words({w for s in src for w in WORD.findall(s)}).items():
+            votes[max(0, i - n // 2)] = votes.get(max(0, i - n // 2), 0) + shared
+    best = sorted(votes, key=lambda start: (-votes[start], start))[:MAX_EXCERPT_WINDOWS]
+    return sorted(best)
+
+
+def closest_excerpt(index: LineIndex, src: list[str], context: int = 2) -> str:
     """The file lines most like `src`, numbered, for error messages."""
+    file_lines = index.lines
     if not file_lines:
         return "(the file is empty)"
     if not src:
         return numbered(file_lines, 0, min(len(file_lines), 8))
     n = min(len(src), len(file_lines))
     best = None
-    # Long files: score only windows whose lines share a stripped line with the source, then fall back.
-    wanted = {s.strip() for s in src if s.strip()}
-    starts = {max(0, i - j) for i, s in enumerate(file_lines) if s.strip() in wanted for j in range(n)}
-    cands = sorted(starts) if starts and len(file_lines) > 400 else range(len(file_lines) - n + 1)
+    # Long files: score only windows that share lines (or words) with the source.
+    cands = range(len(file_lines) - n + 1) if len(file_lines) <= 400 else _excerpt_starts(index, src, n)
     target = "\n".join(s.strip() for s in src)
     for i in cands:
         if i > len(file_lines) - n:
@@ -275,7 +290,7 @@ def closest_excerpt(file_lines: list[str], src: list[str], context: int = 2) -> 
         if best is None or score > best[0]:
             best = (score, i)
     if best is None:
-        return numbered(file_lines, 0, min(len(file_lines), 8))
+        return numbered(file_lines, 0, min(len(file_lines), 8)) + "\n(no line of the file resembles them)"
     score, i = best
     return numbered(file_lines, i - context, i + n + context, range(i, i + n)) + f"\n(similarity {score:.2f})"
 
@@ -299,7 +314,8 @@ def _pick(cands: list[int], hint: int | None, what: str, n: int) -> int:
     )
 
 
-def _locate_ignoring_blank_lines(file_lines: list[str], hunk: Hunk, taken, hint: int | None) -> Match | None:
+def _locate_ignoring_blank_lines(index: LineIndex, hunk: Hunk, taken: TakenRanges,
+                                 hint: int | None) -> Match | None:
     """The source's non-blank lines (whitespace-stripped) equal a run of the file's non-blank lines, but
     blank lines differ (the model dropped or added one). Lines are aligned with difflib; blank file lines
     the hunk does not mention are kept. Not used when the hunk removes blank lines (which ones?)."""
@@ -309,20 +325,25 @@ def _locate_ignoring_blank_lines(file_lines: list[str], hunk: Hunk, taken, hint:
     keys = [t.strip() for t in src if t.strip()]
     if len(keys) < 2:
         return None
-    nb_idx = [i for i, line in enumerate(file_lines) if line.strip()]
-    nb_keys = [file_lines[i].strip() for i in nb_idx]
-    cands = []
-    for j in range(len(nb_keys) - len(keys) + 1):
-        if nb_keys[j : j + len(keys)] == keys:
+    file_lines, stripped = index.lines, index.keys("indent")
+    nb_idx, table = index.nonblank()
+    lists = [table.get(k, []) for k in keys]
+    anchor = min(range(len(keys)), key=lambda t: len(lists[t]))
+    cands, nb_of = [], {}
+    for p in lists[anchor]:
+        j = p - anchor
+        if j < 0 or j + len(keys) > len(nb_idx):
+            continue
+        if all(stripped[nb_idx[j + t]] == k for t, k in enumerate(keys)):
             start, end = nb_idx[j], nb_idx[j + len(keys) - 1] + 1
-            if not _overlaps(start, end - start, taken):
+            if not taken.overlaps(start, end - start):
                 cands.append(start)
+                nb_of[start] = j
     if not cands:
         return None
     start = _pick(cands, hint, "context/removed", len(src))
-    j = nb_idx.index(start)
-    end = nb_idx[j + len(keys) - 1] + 1
-    window = [x.strip() for x in file_lines[start:end]]
+    end = nb_idx[nb_of[start] + len(keys) - 1] + 1
+    window = stripped[start:end]
     align: list[int | None] = [None] * len(src)
     sm = difflib.SequenceMatcher(None, [t.strip() for t in src], window, autojunk=False)
     for a, b, size in sm.get_matching_blocks():
@@ -337,9 +358,9 @@ def _locate_ignoring_blank_lines(file_lines: list[str], hunk: Hunk, taken, hint:
     return Match(start, end - start, "blank-lines", shift, align=align)
 
 
-def _locate_by_line_number(file_lines: list[str], hunk: Hunk, taken: list[tuple[int, int]],
-                           hint: int | None) -> Match:
+def _locate_by_line_number(index: LineIndex, hunk: Hunk, taken: TakenRanges, hint: int | None) -> Match:
     """Place a hunk that has no content to find it by (no source lines, or only blank ones)."""
+    file_lines = index.lines
     src = hunk.source
     n = len(src)
     if n == 0:
@@ -350,26 +371,25 @@ def _locate_by_line_number(file_lines: list[str], hunk: Hunk, taken: list[tuple[
             raise HunkError("it has no context or removed lines, so there is nothing to find it by; "
                             "include a few unchanged lines around the insertion point")
         pos = min(max(hint, 0), len(file_lines))
-        if _overlaps(pos, 0, taken):
+        if taken.overlaps(pos, 0):
             raise HunkError("it inserts inside a region another hunk already changes")
         return Match(pos, 0, "line-number")
     # Only blank context: blank lines are everywhere, so content cannot place it; the line number can,
     # if the file has blank lines there too.
     if (hint is not None and hint + n <= len(file_lines)
-            and not any(x.strip() for x in file_lines[hint : hint + n]) and not _overlaps(hint, n, taken)):
+            and not any(x.strip() for x in file_lines[hint : hint + n]) and not taken.overlaps(hint, n)):
         return Match(hint, n, "line-number")
     raise HunkError("its context/removed lines are all blank, so only its @@ line number could place it, and "
                     "the file has no blank lines there; include some non-blank unchanged lines",
-                    closest_excerpt(file_lines, src))
+                    closest_excerpt(index, src))
 
 
-def _locate_by_key(file_lines: list[str], hunk: Hunk, taken: list[tuple[int, int]],
-                   hint: int | None) -> Match | None:
+def _locate_by_key(index: LineIndex, hunk: Hunk, taken: TakenRanges, hint: int | None) -> Match | None:
     """The exact, rstrip or indent match (tried in that order), or None."""
+    file_lines = index.lines
     n = len(hunk.source)
-    for strategy, key in (("exact", _key_exact), ("rstrip", _key_rstrip), ("indent", _key_strip)):
-        keys_file = [key(x) for x in file_lines]
-        cands = _runs(keys_file, [key(x) for x in hunk.source], taken)
+    for strategy in ("exact", "rstrip", "indent"):
+        cands = index.runs(strategy, hunk.source, taken)
         if strategy == "indent":
             cands = [c for c in cands if _shift_for_added(hunk, file_lines[c : c + n]) is not None]
         if not cands:
@@ -380,19 +400,19 @@ def _locate_by_key(file_lines: list[str], hunk: Hunk, taken: list[tuple[int, int
     return None
 
 
-def _locate_fuzzy(file_lines: list[str], hunk: Hunk, taken: list[tuple[int, int]]) -> Match:
+def _locate_fuzzy(index: LineIndex, hunk: Hunk, taken: TakenRanges) -> Match:
     """The one window that approximately matches the hunk's source, or a HunkError saying why none does."""
+    file_lines = index.lines
     src = hunk.source
     n = len(src)
-    closest = closest_excerpt(file_lines, src)
     if sum(1 for s in src if s.strip()) < FUZZY_MIN_LINES:
         raise HunkError("its context/removed lines were not found in the file (exact or ignoring whitespace)",
-                        closest)
-    scores = _window_scores(file_lines, hunk, taken)
+                        closest_excerpt(index, src))
+    scores = _window_scores(index, hunk, taken)
     good = sorted((s for s in scores if s[0] >= FUZZY_THRESHOLD), reverse=True)
     if not good:
         raise HunkError("its context/removed lines were not found in the file, not even approximately",
-                        closest)
+                        closest_excerpt(index, src))
     best_score, best = good[0]
     rivals = [i for s, i in good[1:]
               if s >= best_score - FUZZY_MARGIN and (s == best_score or abs(i - best) >= n)]
@@ -400,32 +420,33 @@ def _locate_fuzzy(file_lines: list[str], hunk: Hunk, taken: list[tuple[int, int]
         lines = ", ".join(str(i + 1) for i in sorted([best, *rivals])[:12])
         raise HunkError(
             f"its context/removed lines were not found exactly, and approximate matches are ambiguous "
-            f"(lines {lines}); copy the lines exactly from the file", closest)
+            f"(lines {lines}); copy the lines exactly from the file", closest_excerpt(index, src))
     shift = _shift_for_added(hunk, file_lines[best : best + n])
     if shift is None:
         raise HunkError(f"it roughly matches lines {best + 1}-{best + n}, but its indentation differs from "
                         "the file's in no consistent way, so the added lines' indentation would be a guess; "
-                        "copy the lines exactly from the file", closest)
+                        "copy the lines exactly from the file", closest_excerpt(index, src))
     return Match(best, n, "fuzzy", shift, best_score)
 
 
-def locate(file_lines: list[str], hunk: Hunk, taken: list[tuple[int, int]], hint: int | None) -> Match:
-    """Find where `hunk` applies in `file_lines` (0-based `hint`), avoiding ranges already `taken`."""
+def locate(index: LineIndex, hunk: Hunk, taken: TakenRanges, hint: int | None) -> Match:
+    """Find where `hunk` applies in the indexed file (0-based `hint`), avoiding ranges already `taken`."""
     src = hunk.source
     if not any(t.strip() for t in src):
-        return _locate_by_line_number(file_lines, hunk, taken, hint)
-    if len(src) > len(file_lines):
-        raise HunkError(f"it expects {len(src)} source lines but the file has only {len(file_lines)}",
-                        closest_excerpt(file_lines, src))
-    return (_locate_by_key(file_lines, hunk, taken, hint)
-            or _locate_ignoring_blank_lines(file_lines, hunk, taken, hint)
-            or _locate_fuzzy(file_lines, hunk, taken))
+        return _locate_by_line_number(index, hunk, taken, hint)
+    if len(src) > len(index.lines):
+        raise HunkError(f"it expects {len(src)} source lines but the file has only {len(index.lines)}",
+                        closest_excerpt(index, src))
+    return (_locate_by_key(index, hunk, taken, hint)
+            or _locate_ignoring_blank_lines(index, hunk, taken, hint)
+            or _locate_fuzzy(index, hunk, taken))
 
 
 def apply_hunks(file_lines: list[str], file_endings: list[str], hunks: list[Hunk]):
     """Locate every hunk against the original, then splice. Returns (lines, endings, matches) where a new
     line's ending is None. Raises HunkError with `.index` set to the failing hunk's 0-based index."""
-    taken: list[tuple[int, int]] = []
+    index = LineIndex(file_lines)
+    taken = TakenRanges()
     matches: list[Match] = []
     drift = 0  # how far the previous hunk was found from its stated line
     for idx, hunk in enumerate(hunks):
@@ -434,13 +455,13 @@ def apply_hunks(file_lines: list[str], file_endings: list[str], hunks: list[Hunk
             # -S,0 means "after line S": the insertion index is S itself.
             hint = max(0, hunk.line_hint + drift)
         try:
-            m = locate(file_lines, hunk, taken, hint)
+            m = locate(index, hunk, taken, hint)
         except HunkError as exc:
             exc.index = idx
             raise
         if hunk.line_hint is not None:
             drift = m.start - (hunk.line_hint - (1 if hunk.source else 0))
-        taken.append((m.start, m.length))
+        taken.add(m.start, m.length)
         matches.append(m)
 
     out_lines: list[str] = list(file_lines)
