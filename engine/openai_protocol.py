@@ -1,6 +1,8 @@
 """OpenAI wire format: request and response models for the server (pydantic validates, we never hand-parse).
 
-Requests ignore unknown fields (clients send extras) and reject bad values with a 400 naming the field.
+Requests ignore unknown fields (clients send extras) and reject bad values with a 400 naming the field. They
+are strict about types, as OpenAI's API is: "yes" is no boolean, true is no token id, "5" is no number (an
+integer is a valid number).
 Extensions over OpenAI: `top_k`, `ignore_eos` and `cache_salt` on requests; a `metrics` object on responses.
 """
 
@@ -9,7 +11,7 @@ from __future__ import annotations
 import time
 import uuid
 from collections.abc import Iterable
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
@@ -24,20 +26,24 @@ def now() -> int:
 
 # ---------------------------------------------------------------- requests
 
+REQUEST = ConfigDict(extra="ignore", strict=True)
+TokenId = Annotated[int, Field(ge=0)]
+INT64 = 2**63
+
 
 class StreamOptions(BaseModel):
-    model_config = ConfigDict(extra="ignore")
+    model_config = REQUEST
     include_usage: bool = False
 
 
 class TextPart(BaseModel):
-    model_config = ConfigDict(extra="ignore")
+    model_config = REQUEST
     type: Literal["text"] = "text"
     text: str
 
 
 class ChatMessage(BaseModel):
-    model_config = ConfigDict(extra="ignore")
+    model_config = REQUEST
     role: Literal["system", "developer", "user", "assistant", "tool"]
     content: str | list[TextPart] | None = None
     name: str | None = None
@@ -58,7 +64,7 @@ class ChatMessage(BaseModel):
 class Prediction(BaseModel):
     """Predicted Outputs: text the reply will largely repeat (e.g. the file being edited)."""
 
-    model_config = ConfigDict(extra="ignore")
+    model_config = REQUEST
     type: Literal["content"] = "content"
     content: str | list[TextPart]
 
@@ -71,14 +77,14 @@ class Prediction(BaseModel):
 class SamplingRequest(BaseModel):
     """Fields shared by /v1/chat/completions and /v1/completions."""
 
-    model_config = ConfigDict(extra="ignore")
+    model_config = REQUEST
 
     model: str
     max_tokens: int | None = Field(default=None, ge=1)
     temperature: float = Field(default=1.0, ge=0.0, le=2.0)
     top_p: float = Field(default=1.0, gt=0.0, le=1.0)
     top_k: int = Field(default=0, ge=-1)  # extension (vLLM); 0 and -1 mean off
-    seed: int | None = None
+    seed: int | None = Field(default=None, ge=-INT64, lt=INT64)
     stop: str | list[str] | None = None
     n: int = Field(default=1, ge=1, le=16)
     stream: bool = False
@@ -142,7 +148,7 @@ class ChatCompletionRequest(SamplingRequest):
 
 
 class CompletionRequest(SamplingRequest):
-    prompt: str | list[str] | list[int] | list[list[int]]
+    prompt: str | list[str] | list[TokenId] | list[list[TokenId]]
     echo: bool = False
     suffix: str | None = None
 

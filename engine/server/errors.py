@@ -31,12 +31,31 @@ def error_body(exc: APIError) -> dict:
     return ErrorResponse(error=body).model_dump()
 
 
+_TYPE_NAMES = frozenset({"str", "int", "float", "bool", "none", "list", "dict"})
+
+
+def _is_type_tag(segment: Any) -> bool:
+    """Whether a location segment names a union member ('str', 'list[int]', 'TextPart') rather than a field:
+    request fields are snake_case, pydantic names a member by its type."""
+    return isinstance(segment, str) and (segment in _TYPE_NAMES or "[" in segment or segment[:1].isupper())
+
+
+def _loc(error: Any) -> tuple:
+    loc = tuple(error.get("loc", ()))
+    return loc[1:] if loc[:1] == ("body",) else loc  # FastAPI's locations start at the part of the request
+
+
 def validation_error(exc: ValidationError | RequestValidationError) -> APIError:
-    """A 400 naming the first field that failed validation (its dotted path is the `param`)."""
-    first = exc.errors()[0]
-    loc = [str(p) for p in first.get("loc", ()) if p not in ("body",)]
-    param = ".".join(loc) or None
-    message = first.get("msg", "invalid request")
+    """A 400 naming the first field that failed validation (its dotted path is the `param`); a value that
+    fits none of a field's accepted types lists why each one refused it."""
+    errors = [(_loc(e), e.get("msg", "invalid request")) for e in exc.errors()]
+    loc, message = errors[0]
+    tag = next((i for i, seg in enumerate(loc) if _is_type_tag(seg)), len(loc))
+    param = ".".join(str(seg) for seg in loc[:tag]) or None
+    if tag < len(loc):  # a union: every member's reason, at most four
+        reasons = dict.fromkeys(".".join(str(seg) for seg in other[tag:]) + f": {msg}"
+                                for other, msg in errors if other[:tag] == loc[:tag])
+        message = "matches none of the accepted types (" + "; ".join(list(reasons)[:4]) + ")"
     return APIError(400, f"{param}: {message}" if param else message, param=param, code="invalid_value")
 
 
