@@ -23,8 +23,11 @@ from deltaserve.harness.task_prompt import first_prompt
 from deltaserve.harness.tokens import TokenCounter
 from deltaserve.harness.trace import TraceWriter
 from deltaserve.harness.workspace_guard import Snapshot, check_clean
-from deltaserve.tools.tests import run_tests
+from deltaserve.tools.tests import is_test_path, run_tests
 from deltaserve.tools.workspace import Workspace
+
+# formats whose replies re-type old code, which a prediction of that code drafts
+PREDICTED_FORMATS = ("whole", "symbol")
 
 
 class Agent:
@@ -54,7 +57,9 @@ class Agent:
         self._scripted = complete is not None
         self._counter = counter
         self.snapshot = Snapshot(self.workspace)
-        self.seen: list[str] = []  # files whose full text the model has seen (prediction source for `whole`)
+        self.seen: list[str] = []  # files whose full text the model has seen (prediction source)
+        self.replies: list[str] = []  # every reply so far, to catch one repeated verbatim
+        self.resampling = False  # set once a reply repeated an earlier one: sample from then on
         self.prompts: list[list[dict]] = []  # every prompt sent, for inspection and tests
 
     # -- pieces ------------------------------------------------------------------------------------------
@@ -63,18 +68,24 @@ class Agent:
             self._counter = TokenCounter(self.model)
         return self._counter(text)
 
-    def complete(self, messages: list[dict], prediction: str | None):
+    def complete(self, messages: list[dict], prediction: str | None, step: int = 1):
         c = self.config
+        sampling = {"temperature": c.temperature}
+        if self.resampling:  # greedy decoding would write the repeated reply again
+            sampling = {"temperature": max(c.temperature, c.resample_temperature), "seed": step}
         return self._complete(model=c.model, messages=messages, max_tokens=c.max_tokens, api_base=c.api_base,
-                              temperature=c.temperature, prediction=prediction, **self.completion_kwargs)
+                              prediction=prediction, **sampling, **self.completion_kwargs)
 
     def run_tests(self):
         return run_tests(self.workspace, self.test_cmd, timeout=self.config.test_timeout)
 
     def prediction(self) -> str | None:
-        """Predicted Outputs for local models in the `whole` format: the files as they are now, in whole
-        syntax (the engine drafts from it; unchanged lines are accepted instead of decoded one pass each)."""
-        if self.format.name != "whole" or not local_provider.is_local(self.model) or not self.seen:
+        """Predicted Outputs for local models in the formats that re-type code (`whole`, `symbol`): the files
+        as they are now, in whole syntax. The engine drafts from it by position and resyncs after every
+        departure, so the unchanged lines of a rewritten file or function (found anywhere in it) are
+        accepted instead of decoded one pass each."""
+        if self.format.name not in PREDICTED_FORMATS or not local_provider.is_local(self.model) \
+                or not self.seen:
             return None
         return whole.render({p: self.workspace.read_text(p) for p in self.seen if self.workspace.exists(p)})
 
@@ -131,7 +142,7 @@ class Agent:
             messages = prompt.messages
             self.prompts.append(messages)
             try:
-                reply = self.complete(messages, self.prediction())
+                reply = self.complete(messages, self.prediction(), step)
             except Exception as exc:  # noqa: BLE001 - a failed model call ends the run with its reason
                 stopped = f"model call failed: {type(exc).__name__}: {exc}"
                 if "connection error" in str(exc).lower() and self.config.api_base:
@@ -157,6 +168,10 @@ class Agent:
             return StepReport.from_completion(reply, step=step, model=self.model,
                                               edit_format=self.format.name, **fields)
 
+        repeated = self._repeated(reply.text)
+        if repeated is not None:
+            told = feedback.repeated_reply(repeated)
+            return make(action="none", outcome="repeated reply"), StepDetails(told)
         try:
             edits = self.format.parse(reply.text)
         except ValueError as exc:  # a malformed block: tell the model what is wrong with it
@@ -168,12 +183,45 @@ class Agent:
         try:
             # raises before anything is written
             preview = self.format.apply(edits, self.workspace, dry_run=True)
+            refused = self.refusal(preview)
+            if refused is not None:
+                outcome, told = refused
+                applied = ApplyOutcome(ok=False, error=told, dry_run=dry_run)
+                return make(action="edit", outcome=outcome, apply=applied), StepDetails(told)
             self.snapshot.remember(preview.files_changed)
             result = preview if dry_run else self.format.apply(edits, self.workspace)
         except ToolError as exc:
             applied = ApplyOutcome(ok=False, error=exc.message, dry_run=dry_run)
             return (make(action="edit", outcome="apply failed", apply=applied),
                     StepDetails(feedback.unapplied_edits(exc.message)))
+        return self._applied(result, make)
+
+    def _repeated(self, text: str) -> int | None:
+        """The earlier step whose reply this one repeats verbatim (then sample from now on), else None."""
+        key = text.strip()
+        earlier = self.replies.index(key) + 1 if key in self.replies else None
+        self.replies.append(key)
+        if earlier is not None:
+            self.resampling = True
+        return earlier
+
+    def refusal(self, preview) -> tuple[str, str] | None:
+        """(outcome, feedback) for edits refused before anything is written: edits to test files (unless
+        allowed) and edits that change nothing."""
+        tests = [p for p in preview.files_changed if is_test_path(p)]
+        if tests and not self.config.allow_test_edits:
+            return "test edit refused", feedback.test_edits_refused(tests)
+        def same(path: str, text: str | None) -> bool:
+            return text is not None and self.workspace.exists(path) and self.workspace.read_text(path) == text
+
+        changed = [p for p, text in preview.new_contents.items() if not same(p, text)]
+        if not changed:
+            return "no-op edit", feedback.no_op_edits(list(preview.new_contents) or ["the files"])
+        return None
+
+    def _applied(self, result, make) -> tuple[StepReport, StepDetails]:
+        """Edits that were applied (or previewed): run the tests and report."""
+        dry_run = self.config.dry_run
         whole_tokens = accounting.whole_file_tokens(result.new_contents, self.count)
         applied = ApplyOutcome(ok=True, files_changed=list(result.files_changed), dry_run=dry_run,
                                strategies=[str(getattr(h, "strategy", "")) for h in result.hunks])

@@ -9,6 +9,7 @@ from pathlib import Path
 
 from deltaserve.harness.prompt import render_file
 from deltaserve.tools.files import grep
+from deltaserve.tools.tests import is_test_path
 
 MAX_FILES = 6
 MAX_FILE_CHARS = 12_000
@@ -81,9 +82,11 @@ def definition_files(workspace, names: list[str]) -> list[str]:
 
 def gather(workspace, task: str, test_output: str = "", max_files: int = MAX_FILES,
            max_file_chars: int = MAX_FILE_CHARS, max_total_chars: int = MAX_TOTAL_CHARS) -> list[ContextFile]:
-    """Traceback files first (where the failure is), then task-named files, then symbol definitions."""
+    """Traceback files first (where the failure is), then task-named files, then symbol definitions; the
+    code under test before the tests (a small model reads the code first and edits it, not the tests)."""
     ordered = paths_in_traceback(workspace, test_output) + paths_in_task(workspace, task)
     ordered += definition_files(workspace, symbols(task, test_output))
+    ordered = sorted(dict.fromkeys(ordered), key=is_test_path)  # stable: each group keeps its order
     files: list[ContextFile] = []
     total = 0
     for path in dict.fromkeys(ordered):

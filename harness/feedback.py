@@ -38,3 +38,18 @@ def applied_edits(files_changed: list[str], diff: str, dry_run: bool = False) ->
 
 def lookup_answers(answers: list[str]) -> str:
     return "\n\n".join(answers)
+
+
+def no_op_edits(files: list[str]) -> str:
+    return (f"Your edits leave {', '.join(files)} exactly as they were (the new text is identical to the "
+            "old), so nothing was changed. Change the lines that cause the failure.")
+
+
+def test_edits_refused(files: list[str]) -> str:
+    return (f"Your edits change test files ({', '.join(files)}); nothing was changed. The tests describe "
+            "the correct behaviour: fix the code they test instead.")
+
+
+def repeated_reply(step: int) -> str:
+    return (f"This reply is identical to your reply at step {step}, which did not fix the failure; it was "
+            "not applied again. Look at the test output once more and try a different change.")

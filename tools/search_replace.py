@@ -9,7 +9,8 @@
     >>>>>>> REPLACE
     ```
 
-The filename is the nearest non-fence line above the block (or a path in the fence's info string); a block
+(the arrows may be missing: `SEARCH`, `=======`, `REPLACE` alone on their lines are read the same). The
+filename is the nearest non-fence line above the block (or a path in the fence's info string); a block
 with no filename above it continues the previous block's file, as in aider. Prose and fences around blocks
 are ignored. A block becomes a hunk via difflib (equal lines -> context, the rest
 -> removed/added), so it is located exactly like a diff hunk and unchanged lines are taken from the file.
@@ -27,9 +28,11 @@ from deltaserve.tools.fences import fence_line
 from deltaserve.tools.hunks import Hunk
 from deltaserve.tools.textfile import split_lines
 
-_SEARCH = re.compile(r"^\s*<{5,9}\s*SEARCH\b.*$")
+# Small models write the markers loosely: `SEARCH` / `=======` / `REPLACE` alone on a line without the
+# arrows, or aider's older ORIGINAL / UPDATED words. A bare word must be the whole line (never prose).
+_SEARCH = re.compile(r"^\s*(?:<{5,9}\s*(?:SEARCH|ORIGINAL)\b.*|(?:SEARCH|ORIGINAL):?)\s*$")
 _DIVIDER = re.compile(r"^\s*={5,9}\s*$")
-_REPLACE = re.compile(r"^\s*>{5,9}\s*REPLACE\b.*$")
+_REPLACE = re.compile(r"^\s*(?:>{5,9}\s*(?:REPLACE|UPDATED)\b.*|(?:REPLACE|UPDATED):?)\s*$")
 
 
 @dataclass(frozen=True)

@@ -27,6 +27,15 @@ KILL_GRACE_S = 2.0
 _SUMMARY_LINE = re.compile(r"^=*\s*(?P<body>(?:\d+ \w+(?:, )?)+)(?: in [\d.]+s.*)?\s*=*\s*$")
 _COUNT = re.compile(r"(\d+) (passed|failed|errors?|skipped|xfailed|xpassed|deselected|warnings?)")
 _FAILED_ID = re.compile(r"^(?:FAILED|ERROR) (\S+)")
+# test_x.py, x_test.py, conftest.py, x.test.js, x_spec.rb, or anything under a tests/ (test/, spec/) folder
+_TEST_NAME = re.compile(r"^(test_.*|.*_test\.\w+|conftest\.py|.*\.(test|spec)\.\w+|.*_spec\.\w+)$")
+_TEST_DIRS = {"test", "tests", "testing", "spec", "specs", "__tests__"}
+
+
+def is_test_path(path: str) -> bool:
+    """Whether a workspace-relative path is a test file by the usual naming conventions."""
+    parts = re.split(r"[\\/]", path)
+    return bool(_TEST_NAME.match(parts[-1])) or any(part in _TEST_DIRS for part in parts[:-1])
 
 
 @dataclass

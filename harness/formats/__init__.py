@@ -21,6 +21,7 @@ from __future__ import annotations
 from deltaserve.errors import UnknownEditFormatError
 from deltaserve.harness.formats.base import EditFormat
 from deltaserve.harness.formats.search_replace import SearchReplaceFormat
+from deltaserve.harness.formats.symbol import SymbolFormat
 from deltaserve.harness.formats.udiff import UdiffFormat
 from deltaserve.harness.formats.whole import WholeFormat
 
@@ -58,5 +59,5 @@ def register(fmt: EditFormat | type) -> EditFormat:
     return instance
 
 
-for _builtin in (UdiffFormat, SearchReplaceFormat, WholeFormat):
+for _builtin in (UdiffFormat, SearchReplaceFormat, SymbolFormat, WholeFormat):
     register(_builtin)

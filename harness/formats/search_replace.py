@@ -22,9 +22,9 @@ class SearchReplaceFormat:
             "Edit format: SEARCH/REPLACE blocks. For each change write the file path on its own line, then a "
             "block: `<<<<<<< SEARCH`, lines copied exactly from the file, `=======`, the new lines, "
             "`>>>>>>> REPLACE`. Keep SEARCH short but unique.\n"
-            "Example:\n\n"
-            "src/greet.py\n```\n<<<<<<< SEARCH\n    return \"Hello\" + name\n=======\n"
-            "    return f\"Hello, {name}!\"\n>>>>>>> REPLACE\n```"
+            "The shape of a reply (placeholders, not real code):\n\n"
+            "path/to/file.py\n```\n<<<<<<< SEARCH\n<the old lines, exactly as in the file>\n=======\n"
+            "<the new lines>\n>>>>>>> REPLACE\n```"
         )
 
     def parse(self, reply: str) -> list[SearchReplace]:

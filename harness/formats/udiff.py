@@ -41,9 +41,9 @@ class UdiffFormat:
             "Edit format: unified diff. Reply with a diff in a ```diff fence: `--- a/path` and `+++ b/path` "
             "headers, then @@ hunks whose lines start with ' ' (unchanged context), '-' (removed) or '+' "
             "(added). Copy context lines exactly; change only what the fix needs.\n"
-            "Example:\n\n"
-            "```diff\n--- a/src/greet.py\n+++ b/src/greet.py\n@@ -1,2 +1,2 @@\n def greet(name):\n"
-            "-    return \"Hello\" + name\n+    return f\"Hello, {name}!\"\n```"
+            "The shape of a reply (placeholders, not real code):\n\n"
+            "```diff\n--- a/path/to/file.py\n+++ b/path/to/file.py\n@@ -10,3 +10,3 @@\n <an unchanged line>\n"
+            "-<the old line>\n+<the new line>\n <an unchanged line>\n```"
         )
 
     def parse(self, reply: str) -> list[str]:

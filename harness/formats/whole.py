@@ -6,14 +6,12 @@ Syntax: the file's path alone on a line, then the complete new content in a code
 
 from __future__ import annotations
 
-import re
 from dataclasses import dataclass
 
-from deltaserve.tools.fences import fence_for, fenced_blocks
+from deltaserve.tools.fences import fence_for
+from deltaserve.tools.named_blocks import named_blocks
 from deltaserve.tools.patch import PatchResult, write_file
 from deltaserve.tools.workspace import Workspace
-
-_PATH = re.compile(r"^[\w./\\-]+$")
 
 
 @dataclass(frozen=True)
@@ -35,15 +33,6 @@ def render(files: dict[str, str | None]) -> str:
     return "\n\n".join(blocks)
 
 
-def _path_from(line: str) -> str | None:
-    """The file path a line names, if it looks like one (`**a/b.py**`, `File: a/b.py:`, `# a/b.py`)."""
-    text = line.strip().strip("*`:").strip()
-    text = re.sub(r"^(#+\s*|(file|path)\s*:\s*)", "", text, flags=re.IGNORECASE).strip().strip("*`:")
-    if text and _PATH.match(text) and ("." in text or "/" in text) and not text.startswith("."):
-        return text
-    return None
-
-
 def _merge(results: list[PatchResult]) -> PatchResult:
     """One PatchResult for several single-file writes."""
     merged = PatchResult()
@@ -63,19 +52,14 @@ class WholeFormat:
         return (
             "Edit format: whole files. For every file you change, write its path alone on one line, then the "
             "file's COMPLETE new content in a code fence. Do not skip or abbreviate any part of the file.\n"
-            "Example:\n\n"
-            "src/greet.py\n```\ndef greet(name):\n    return f\"Hello, {name}!\"\n```"
+            "The shape of a reply (placeholders, not real code):\n\n"
+            "path/to/file.py\n```\n<every line of the corrected file>\n```"
         )
 
     def parse(self, reply: str) -> list[WholeFile]:
-        """Every fenced block preceded by a line naming a path; prose and unnamed blocks are ignored."""
-        lines = reply.split("\n")
-        edits: dict[str, str] = {}
-        for block in fenced_blocks(lines):
-            previous = next((lines[j] for j in range(block.start - 1, -1, -1) if lines[j].strip()), "")
-            path = _path_from(previous)
-            if path is not None:
-                edits[path] = "".join(line + "\n" for line in block.body)
+        """Every fenced block that names its file (tools/named_blocks.py); prose and unnamed blocks are
+        ignored. A file written twice: the last version wins."""
+        edits = {block.path: block.content for block in named_blocks(reply)}
         return [WholeFile(path, content) for path, content in edits.items()]
 
     def apply(self, edits: list[WholeFile], workspace: Workspace, dry_run: bool = False) -> PatchResult:

@@ -36,7 +36,7 @@ def test_task_paths_and_symbols(tmp_path):
     assert found == ["count_words", "load_config", "merge"]
 
 
-def test_gather_orders_traceback_task_then_definitions_with_caps(tmp_path):
+def test_gather_orders_traceback_task_then_definitions_code_before_tests_with_caps(tmp_path):
     ws = make(tmp_path, {
         "tests/test_parse.py": "from pkg.parser import parse_line\n",
         "pkg/parser.py": "from pkg.util import helper\n\ndef parse_line(s):\n    return helper(s)\n",
@@ -46,12 +46,12 @@ def test_gather_orders_traceback_task_then_definitions_with_caps(tmp_path):
     })
     out = "tests/test_parse.py:1: in <module>\npkg/parser.py:4: in parse_line\n"
     files = context.gather(ws, "Tokenizer breaks; also see pkg/big.py", out, max_file_chars=300)
-    assert [f.path for f in files] == ["tests/test_parse.py", "pkg/parser.py", "pkg/big.py", "pkg/other.py"]
-    big = files[2]
+    assert [f.path for f in files] == ["pkg/parser.py", "pkg/big.py", "pkg/other.py", "tests/test_parse.py"]
+    big = files[1]
     assert big.truncated and len(big.content) <= 300 and big.content.endswith("\n")  # cut at a line end
     assert "VIEW it with a line range" in context.render(files, numbered=True)
     capped = context.gather(ws, "Tokenizer breaks; also see pkg/big.py", out, max_files=2)
-    assert [f.path for f in capped] == ["tests/test_parse.py", "pkg/parser.py"]
+    assert [f.path for f in capped] == ["pkg/parser.py", "pkg/big.py"]
     total = context.gather(ws, "see pkg/big.py", "", max_total_chars=500)
     assert sum(len(f.content) for f in total) <= 500
 

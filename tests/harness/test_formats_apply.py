@@ -15,6 +15,7 @@ REPLIES = {
              "-    return a - b\n+    return a + b\n```\n",
     "search_replace": "Fix:\ncalc.py\n```python\n<<<<<<< SEARCH\ndef add(a, b):\n    return a - b\n=======\n"
                       "def add(a, b):\n    return a + b\n>>>>>>> REPLACE\n```\n",
+    "symbol": "The sign in add is wrong:\n\ncalc.py\n```python\ndef add(a, b):\n    return a + b\n```\n",
     "whole": f"calc.py\n```python\n{FIXED}```\n",
 }
 

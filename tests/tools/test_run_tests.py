@@ -7,7 +7,7 @@ import textwrap
 
 import pytest
 
-from deltaserve.tools.tests import parse_pytest_output, run_tests
+from deltaserve.tools.tests import is_test_path, parse_pytest_output, run_tests
 
 NO_PLUGINS = {
     "PYTEST_DISABLE_PLUGIN_AUTOLOAD": "1"
@@ -149,3 +149,12 @@ def test_env_and_cwd(workspace):
     res = run_tests(ws, "cat marker.txt; echo $EXTRA_VAR", env={"EXTRA_VAR": "set"}, timeout=30)
     assert "here" in res.output and "set" in res.output
     assert os.path.exists(ws.root / "marker.txt")
+
+
+@pytest.mark.parametrize(("path", "is_test"), [
+    ("test_calc.py", True), ("tests/helpers.py", True), ("pkg/calc_test.py", True), ("conftest.py", True),
+    ("web/app.spec.ts", True), ("pkg/calc.py", False), ("pkg/testing_utils.py", False),
+    ("contest.py", False),
+])
+def test_is_test_path(path, is_test):
+    assert is_test_path(path) is is_test

@@ -1,0 +1,87 @@
+"""Replies in the shapes small models write (tests/harness/replies/): loose markers and paths are read,
+and no-op edits, test edits and repeated replies are refused with feedback that says why, before anything
+is written. The agent runs on a real project with its real tests; only the replies are scripted."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import litellm
+import pytest
+
+from deltaserve.harness import Agent, formats
+from deltaserve.harness.client import complete
+from deltaserve.tools.workspace import Workspace
+
+REPLIES = Path(__file__).parent / "replies"
+MODEL = "openai/gpt-4o-mini"  # counted with litellm's bundled tokenizer; never called
+BUGGY = "def add(a, b):\n    return a - b\n\n\ndef mul(a, b):\n    return a * b\n"  # conftest's calc.py
+FIXED = BUGGY.replace("a - b", "a + b")
+
+
+def reply(name: str) -> str:
+    return (REPLIES / name).read_text()
+
+
+@pytest.mark.parametrize(("fmt", "sample"), [
+    ("search_replace", "sr_bare_markers.txt"),
+    ("search_replace", "sr_path_inside_fence.txt"),
+    ("whole", "whole_path_as_comment.txt"),
+    ("whole", "whole_path_in_info.txt"),
+    ("symbol", "symbol_function.txt"),
+])
+def test_loosely_written_edits_are_read_and_apply(project, fmt, sample):
+    edits = formats.get(fmt).parse(reply(sample))
+    result = formats.get(fmt).apply(edits, Workspace(project), dry_run=True)
+    assert result.new_contents == {"calc.py": FIXED}
+
+
+def scripted(replies: list[str], calls: list[dict]):
+    def call(**kwargs):
+        calls.append(kwargs)
+        text = replies[min(len(calls), len(replies)) - 1]
+        prompt = litellm.token_counter(model=MODEL, messages=kwargs["messages"])
+        usage = {"prompt_tokens": prompt, "completion_tokens": 10, "total_tokens": prompt + 10}
+        mock = {"choices": [{"message": {"role": "assistant", "content": text}, "finish_reason": "stop"}],
+                "usage": usage}
+        return complete(**{k: v for k, v in kwargs.items() if k != "seed"}, mock_response=mock)
+
+    return call
+
+
+def run(project, test_cmd, replies, **settings):
+    calls: list[dict] = []
+    agent = Agent(project, "add() returns the wrong result", test_cmd=test_cmd, model=MODEL,
+                  complete=scripted(replies, calls), **settings)
+    return agent, agent.run(), calls
+
+
+@pytest.mark.parametrize(("sample", "outcome", "said"), [
+    ("sr_no_op.txt", "no-op edit", "exactly as they were"),
+    ("sr_edits_the_test.txt", "test edit refused", "test files (test_calc.py)"),
+])
+def test_refused_edits_write_nothing_and_say_why(project, quick_test_cmd, sample, outcome, said):
+    tests_before = (project / "test_calc.py").read_text()
+    agent, report, _ = run(project, quick_test_cmd, [reply(sample), reply("sr_bare_markers.txt")],
+                           edit_format="search_replace", max_steps=2)
+    assert report.steps[0].outcome == outcome and not report.steps[0].apply.ok
+    assert said in agent.prompts[1][-1]["content"]  # the feedback the model got
+    assert (project / "test_calc.py").read_text() == tests_before
+    assert report.steps[1].outcome == "tests pass"
+
+
+def test_test_edits_apply_when_allowed(project, quick_test_cmd):
+    _, report, _ = run(project, quick_test_cmd, [reply("sr_edits_the_test.txt")],
+                       edit_format="search_replace", max_steps=1, allow_test_edits=True)
+    assert report.steps[0].apply.ok and "-1" in (project / "test_calc.py").read_text()
+
+
+def test_a_repeated_reply_is_not_applied_again_and_the_next_call_samples(project, quick_test_cmd):
+    wrong = reply("sr_bare_markers.txt").replace("a + b", "a // b")
+    right = reply("sr_bare_markers.txt").replace("a - b", "a // b")
+    agent, report, calls = run(project, quick_test_cmd, [wrong, wrong, right],
+                               edit_format="search_replace", max_steps=3)
+    assert [s.outcome for s in report.steps] == ["tests fail", "repeated reply", "tests pass"]
+    assert "identical to your reply at step 1" in agent.prompts[2][-1]["content"]
+    assert calls[0]["temperature"] == 0.0 and calls[1]["temperature"] == 0.0
+    assert calls[2]["temperature"] > 0 and calls[2]["seed"] == 3
