@@ -28,10 +28,10 @@ def scripted(gold_udiff):
     def run_kwargs(task, model, fmt):
         if model == GOLD:
             return {"mock_response": gold_udiff}
-        if fmt == "whole":  # "fixes" the bug by gutting the tests
+        if fmt == "whole":  # "fixes" the bug by gutting the tests (the agent allowed to: the eval must catch it)
             tests = task.repo_dir / "tests" / "test_summary.py"
             cheat = whole.render({"tests/test_summary.py": "def test_nothing():\n    pass\n"})
-            return {"mock_response": cheat if tests.is_file() else "no"}
+            return {"mock_response": cheat if tests.is_file() else "no", "allow_test_edits": True}
         return {"mock_response": "I am not sure what to change."}
 
     return run_kwargs
