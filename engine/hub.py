@@ -32,7 +32,8 @@ def hub_snapshot(repo_id: str, allow_download: bool = False) -> Path:
         return Path(snapshot_download(repo_id, local_files_only=local_only, allow_patterns=WEIGHT_PATTERNS))
     except LocalEntryNotFoundError:
         if not allow_download:
-            hint = "allow downloading it (--allow-download / EngineConfig(allow_download=True))"
+            hint = (f"fetch it first (`hf download {repo_id}`) or allow downloading it "
+                    "(--allow-download / EngineConfig(allow_download=True))")
         elif constants.HF_HUB_OFFLINE:
             hint = "unset HF_HUB_OFFLINE to let it download"
         else:
