@@ -19,7 +19,7 @@ from litellm.types.utils import Choices, Message, ModelResponse, Usage
 from transformers import AutoTokenizer
 
 from deltaserve.engine import Engine, SamplingParams
-from deltaserve.engine.loader import convert_gguf, resolve_source
+from deltaserve.engine.loader import resolve_model_dir
 from deltaserve.engine.openai_protocol import Prediction, usage_and_metrics
 from deltaserve.errors import ModelNotFoundError
 
@@ -91,8 +91,7 @@ def local_tokenizer(model: str):
     name = model.split("/", 1)[1] if "/" in model else model
     try:
         try:
-            source = resolve_source(name)
-            return AutoTokenizer.from_pretrained(convert_gguf(source) if source.is_file() else source)
+            return AutoTokenizer.from_pretrained(resolve_model_dir(name))
         except ModelNotFoundError:
             pass
         return AutoTokenizer.from_pretrained(name, local_files_only=True)

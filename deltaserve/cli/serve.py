@@ -34,9 +34,11 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     p = subparsers.add_parser("serve", help=COMMANDS["serve"],
                               description=wrapped(DESCRIPTION),
                               epilog=EXAMPLES, formatter_class=argparse.RawDescriptionHelpFormatter)
-    p.add_argument("--model", default=default(EngineConfig, "model"), metavar="NAME|DIR|GGUF",
-                   help="bundled name (%(default)s), a local HF checkpoint directory, or a .gguf file; "
-                        "nothing is downloaded (default: %(default)s)")
+    p.add_argument("--model", default=default(EngineConfig, "model"), metavar="NAME|DIR|GGUF|HUB_ID",
+                   help="bundled name (smollm2-135m, qwen2.5-coder-1.5b), a local HF checkpoint directory, a "
+                        ".gguf file, or a Hugging Face hub id from the local HF cache (default: %(default)s)")
+    p.add_argument("--allow-download", action="store_true",
+                   help="download a hub id that is not in the local HF cache (never under HF_HUB_OFFLINE=1)")
     p.add_argument("--host", default="127.0.0.1", help="address to listen on (default: %(default)s)")
     p.add_argument("--port", type=int, default=8000, help="TCP port (default: %(default)s)")
     p.add_argument("--served-model-name", default=None, metavar="NAME",
@@ -84,6 +86,7 @@ def engine_kwargs(args: argparse.Namespace) -> dict:
         "num_blocks": args.num_blocks,
         "max_model_len": args.max_model_len,
         "speculative": args.speculative,
+        "allow_download": args.allow_download or None,
     }
     kwargs = {k: v for k, v in kwargs.items() if v is not None}
     if args.no_prefix_caching:

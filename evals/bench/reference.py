@@ -9,14 +9,12 @@ import torch
 from transformers import AutoModelForCausalLM
 
 from deltaserve.engine import Engine
-from deltaserve.engine.loader import convert_gguf, resolve_source
+from deltaserve.engine.loader import resolve_model_dir
 
 
 def hf_model(name: str, dtype: str):
     """The same checkpoint as ours, loaded by transformers (a GGUF is converted first)."""
-    source = resolve_source(name)
-    model_dir = convert_gguf(source) if source.is_file() else source
-    return AutoModelForCausalLM.from_pretrained(model_dir, dtype=getattr(torch, dtype)).eval()
+    return AutoModelForCausalLM.from_pretrained(resolve_model_dir(name), dtype=getattr(torch, dtype)).eval()
 
 
 def hf_generate_s(hf, ids: list[int], new_tokens: int, streamer=None) -> float:

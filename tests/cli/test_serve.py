@@ -38,6 +38,7 @@ def test_port_in_use_fails_before_the_model_loads(capsys):
     ("/no/such/dir", "unknown model '/no/such/dir'"),
     ("{tmp}/weights.txt", "neither a .gguf file nor a model directory"),
     ("{tmp}/bad.gguf", "not a GGUF file"),
+    ("tinyorg/absent-model", "is not in the Hugging Face cache"),  # a hub id: HF_HUB_OFFLINE=1 in tests
 ])
 def test_bad_model_is_one_clear_line(tmp_path, capsys, model, says):
     (tmp_path / "weights.txt").write_text("not weights")
@@ -63,6 +64,7 @@ def test_only_the_engine_options_given_reach_the_engine():
         "speculative": True, "num_threads": 1, "num_blocks": 64}
     assert kwargs("--kv-cache-dir", "/tmp/kv", "--kv-cache-max-gb", "0.5") == {
         "kv_cache_dir": "/tmp/kv", "kv_cache_max_gb": 0.5}
+    assert kwargs("--allow-download") == {"allow_download": True}
 
 
 def test_fix_and_eval_agent_take_the_disk_tier_options():
