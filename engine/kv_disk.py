@@ -199,7 +199,7 @@ class DiskKVStore:
 
     def offer(self, key: bytes, parent: bytes | None, tokens: tuple[int, ...], depth: int, k: torch.Tensor,
               v: torch.Tensor) -> bool:
-        """Queue a block (CPU tensors the caller will not touch again) for writing; False if skipped."""
+        """Queue a block (CPU tensors nobody writes to again) for writing; False if skipped."""
         item = _Pending(key, parent, tokens, k, v, _stamp(depth))
         with self._lock:
             if not self.writable or self._pending_bytes + item.nbytes > self.max_pending_bytes:
@@ -243,6 +243,7 @@ class DiskKVStore:
         if item.nbytes > self.max_bytes:
             self.stats.skipped_writes += 1
             return
+        item.k, item.v = item.k.contiguous(), item.v.contiguous()  # slices of one gathered batch
         meta = {"checksum": tensor_checksum(item.k, item.v), "tokens": _tokens_text(item.tokens),
                 "parent": (item.parent or b"").hex(), "version": FORMAT_VERSION}
         path.parent.mkdir(exist_ok=True)
@@ -305,8 +306,21 @@ def _close_at_exit(ref: weakref.ref) -> None:
         store.close()
 
 
+@dataclass
+class BlockRef:
+    """A full block as the block manager knows it: its pool slot, chained hash, parent hash, tokens and
+    its depth in the prefix (0 = the first block)."""
+
+    block: int
+    key: bytes
+    parent: bytes | None
+    tokens: tuple[int, ...]
+    depth: int
+
+
 class DiskTier:
-    """The disk store seen from the block manager: save a pool block's KV, load a file into a pool block."""
+    """The disk store seen from the block manager: pool blocks out to disk, disk files into pool blocks.
+    Both sides copy many blocks in one tensor op (one gather, one scatter), not one op per block."""
 
     def __init__(self, store: DiskKVStore, kv: KVCache):
         self.store = store
@@ -316,13 +330,32 @@ class DiskTier:
     def has(self, key: bytes) -> bool:
         return self.store.has(key)
 
-    def save(self, block: int, key: bytes, parent: bytes | None, tokens: tuple[int, ...], depth: int) -> None:
-        """Called when `block` becomes a cached full block: copy its KV to CPU now, write it later."""
-        if not self.store.writable or self.store.has(key):
+    def save(self, refs: list[BlockRef]) -> None:
+        """Called when blocks become cached full blocks: gather their KV to CPU now (one copy), write them
+        later (the writer thread makes each block's slice contiguous)."""
+        refs = [r for r in refs if self.store.writable and not self.store.has(r.key)]
+        if not refs:
             return
-        k = self.kv.k_blocks[:, :, block].to("cpu", copy=True).contiguous()
-        v = self.kv.v_blocks[:, :, block].to("cpu", copy=True).contiguous()
-        self.store.offer(key, parent, tokens, depth, k, v)
+        ids = torch.tensor([r.block for r in refs], device=self.kv.k_blocks.device)
+        k = self.kv.k_blocks.index_select(2, ids).cpu()
+        v = self.kv.v_blocks.index_select(2, ids).cpu()
+        for i, r in enumerate(refs):
+            self.store.offer(r.key, r.parent, r.tokens, r.depth, k[:, :, i], v[:, :, i])
+
+    def load(self, ref: BlockRef) -> tuple[torch.Tensor, torch.Tensor] | None:
+        """A block's (K, V) from disk, checked; None if absent or bad (then counted a miss)."""
+        if not self.store.has(ref.key):
+            self.store.stats.misses += 1
+            return None
+        return self.store.load(ref.key, ref.parent, ref.tokens, ref.depth, self.block_shape,
+                               self.kv.k_blocks.dtype)
+
+    def write_into_pool(self, blocks: list[int], loaded: list[tuple[torch.Tensor, torch.Tensor]]) -> None:
+        ids = torch.tensor(blocks, device=self.kv.k_blocks.device)
+        k = torch.stack([kv[0] for kv in loaded], dim=2).to(self.kv.k_blocks.device)
+        v = torch.stack([kv[1] for kv in loaded], dim=2).to(self.kv.v_blocks.device)
+        self.kv.k_blocks.index_copy_(2, ids, k)
+        self.kv.v_blocks.index_copy_(2, ids, v)
 
     def counts(self) -> dict[str, int]:
         """EngineStats' kv_disk_* fields."""
@@ -331,13 +364,3 @@ class DiskTier:
                 "kv_disk_bytes_written": s.bytes_written, "kv_disk_corrupt_blocks": s.corrupt,
                 "kv_disk_skipped_writes": s.skipped_writes, "kv_disk_evictions": s.evictions,
                 "kv_disk_bytes": self.store.total_bytes, "kv_disk_writable": int(self.store.writable)}
-
-    def load_into(self, block: int, key: bytes, parent: bytes | None, tokens: tuple[int, ...],
-                  depth: int) -> bool:
-        got = self.store.load(key, parent, tokens, depth, self.block_shape, self.kv.k_blocks.dtype)
-        if got is None:
-            return False
-        k, v = got
-        self.kv.k_blocks[:, :, block].copy_(k)
-        self.kv.v_blocks[:, :, block].copy_(v)
-        return True

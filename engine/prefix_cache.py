@@ -18,7 +18,7 @@ import hashlib
 from collections import OrderedDict, deque
 
 from deltaserve.engine.errors import EngineError
-from deltaserve.engine.kv_disk import DiskTier
+from deltaserve.engine.kv_disk import BlockRef, DiskTier
 from deltaserve.engine.sequence import Sequence
 
 
@@ -113,24 +113,28 @@ class BlockManager:
         """Extend seq's matched prefix with blocks from the disk tier, loaded into free pool blocks."""
         bs = self.block_size
         tokens = seq.token_ids
+        found: list[tuple[BlockRef, tuple]] = []
         for b in range(len(seq.block_table), (len(tokens) - 1) // bs):
-            if not self.num_available:
-                return
+            if len(found) >= self.num_available:
+                break
             chunk = tuple(tokens[b * bs:(b + 1) * bs])
-            h = block_hash(parent, chunk, seq.cache_salt)
-            if not self.disk.has(h):
-                self.disk.store.stats.misses += 1
-                return
-            block = self._take_block()
-            if not self.disk.load_into(block, h, parent, chunk, b):
-                self._release(block)
-                return
-            self.index[h] = block
-            self.hash_of[block], self.tokens_of[block], self.parent_of[block] = h, chunk, parent
+            ref = BlockRef(-1, block_hash(parent, chunk, seq.cache_salt), parent, chunk, b)
+            if ref.key in self.index:  # a memory block past a gap: leave the rest to be recomputed
+                break
+            kv = self.disk.load(ref)
+            if kv is None:
+                break
+            found.append((ref, kv))
+            parent = ref.key
+        if not found:
+            return
+        blocks = [self._take_block() for _ in found]
+        self.disk.write_into_pool(blocks, [kv for _, kv in found])
+        for block, (ref, _) in zip(blocks, found, strict=True):
+            self._register(block, ref.key, ref.tokens, ref.parent)
             seq.block_table.append(block)
-            seq.block_hashes.append(h)
-            seq.disk_cached_tokens += bs
-            parent = h
+            seq.block_hashes.append(ref.key)
+        seq.disk_cached_tokens += len(found) * bs
 
     def record_query(self, prompt_tokens: int, cached_tokens: int) -> None:
         self.queries += prompt_tokens
@@ -145,6 +149,7 @@ class BlockManager:
         bs = self.block_size
         done = min(seq.num_computed_tokens, len(seq.token_ids)) // bs
         tokens = seq.token_ids
+        fresh: list[BlockRef] = []
         for b in range(len(seq.block_hashes), done):
             parent = seq.block_hashes[-1] if seq.block_hashes else None
             chunk = tuple(tokens[b * bs:(b + 1) * bs])
@@ -152,10 +157,14 @@ class BlockManager:
             seq.block_hashes.append(h)
             block = seq.block_table[b]
             if h not in self.index and self.hash_of[block] is None:
-                self.index[h] = block
-                self.hash_of[block], self.tokens_of[block], self.parent_of[block] = h, chunk, parent
-                if self.disk is not None:
-                    self.disk.save(block, h, parent, chunk, b)
+                self._register(block, h, chunk, parent)
+                fresh.append(BlockRef(block, h, parent, chunk, b))
+        if fresh and self.disk is not None:
+            self.disk.save(fresh)
+
+    def _register(self, block: int, key: bytes, tokens: tuple[int, ...], parent: bytes | None) -> None:
+        self.index[key] = block
+        self.hash_of[block], self.tokens_of[block], self.parent_of[block] = key, tokens, parent
 
     # ---- release ----
 

@@ -14,6 +14,7 @@ from pathlib import Path
 from pydantic import BaseModel, computed_field
 
 from deltaserve.harness.formats import whole
+from deltaserve.harness.prefix_monitor import PrefixBreak
 
 
 class ApplyOutcome(BaseModel):
@@ -99,6 +100,9 @@ class StepReport(_Savings):
     apply: ApplyOutcome | None = None
     tests: TestOutcome | None = None
     reply: str = ""
+    # where this step's prompt stopped extending the previous prompt + reply (harness/prefix_monitor.py);
+    # None: it extended it (or step 1, or no tokenizer to check with)
+    prefix_break: PrefixBreak | None = None
 
     @classmethod
     def from_completion(cls, completion, **fields) -> StepReport:

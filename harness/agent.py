@@ -11,13 +11,14 @@ from typing import Any
 
 from rich.console import Console
 
-from deltaserve.errors import ToolError
+from deltaserve.errors import DeltaserveError, ToolError
 from deltaserve.harness import accounting, client, context, feedback, formats, local_provider, lookups
 from deltaserve.harness.accounting import ApplyOutcome, RunReport, StepReport, TestOutcome
 from deltaserve.harness.config import AgentConfig, default_test_cmd
 from deltaserve.harness.console_view import ConsoleView
 from deltaserve.harness.events import AgentObserver, RunStart, StepDetails
 from deltaserve.harness.formats import whole
+from deltaserve.harness.prefix_monitor import PrefixBreak, PrefixMonitor, chat_prompt_ids, reply_ids
 from deltaserve.harness.prompt import Prompt
 from deltaserve.harness.task_prompt import first_prompt
 from deltaserve.harness.tokens import TokenCounter
@@ -61,6 +62,8 @@ class Agent:
         self.replies: list[str] = []  # every reply so far, to catch one repeated verbatim
         self.resampling = False  # set once a reply repeated an earlier one: sample from then on
         self.prompts: list[list[dict]] = []  # every prompt sent, for inspection and tests
+        self._monitor: PrefixMonitor | None = None
+        self._monitor_tokenizer: Any = ...  # resolved at the first step; None: no tokenizer, no monitor
 
     # -- pieces ------------------------------------------------------------------------------------------
     def count(self, text: str) -> int:
@@ -110,6 +113,28 @@ class Agent:
         # never fitting: the smallest prompt goes out anyway (the engine says if it is too long)
         return build(context.fitting_scale(fits) or context.MIN_CONTEXT_SCALE)
 
+    def watch_prompt(self, messages: list[dict]) -> PrefixBreak | None:
+        """Where this prompt stops extending the last prompt + reply (what a prefix cache holds); None when
+        it extends it, on the first step, and for models whose tokenizer we cannot have."""
+        tok = self._prefix_tokenizer()
+        return None if tok is None else self._monitor.check(chat_prompt_ids(tok, messages))
+
+    def watch_reply(self, text: str) -> None:
+        if self._monitor is not None:
+            self._monitor.add_reply(reply_ids(self._monitor_tokenizer, text))
+
+    def _prefix_tokenizer(self):
+        if self._monitor_tokenizer is ...:
+            try:
+                self._monitor_tokenizer = local_provider.local_tokenizer(self.model)
+            except (DeltaserveError, OSError, ValueError):  # an unknown local/ name in a scripted run
+                self._monitor_tokenizer = None
+            if getattr(self._monitor_tokenizer, "chat_template", None) is None:
+                self._monitor_tokenizer = None
+            if self._monitor_tokenizer is not None:
+                self._monitor = PrefixMonitor.for_tokenizer(self._monitor_tokenizer)
+        return self._monitor_tokenizer
+
     def _notify(self, event: str, *args) -> None:
         for observer in self.observers:
             getattr(observer, event)(*args)
@@ -141,6 +166,7 @@ class Agent:
         for step in range(1, self.config.max_steps + 1):
             messages = prompt.messages
             self.prompts.append(messages)
+            prefix_break = self.watch_prompt(messages)
             try:
                 reply = self.complete(messages, self.prediction(), step)
             except Exception as exc:  # noqa: BLE001 - a failed model call ends the run with its reason
@@ -149,9 +175,11 @@ class Agent:
                     stopped += f" (is a server listening at {self.config.api_base}?)"
                 return stopped
             prompt.add_reply(reply.text)
+            self.watch_reply(reply.text)
             step_report, details = self.act(step, reply)
             prompt.add_feedback(details.feedback)
-            step_report = self.with_rates(step_report, report.steps)
+            step_report = self.with_rates(step_report, report.steps).model_copy(
+                update={"prefix_break": prefix_break})
             report.steps.append(step_report)
             self._notify("on_step", step_report, details)
             if step_report.tests is not None and step_report.tests.ok:

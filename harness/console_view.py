@@ -39,6 +39,8 @@ class ConsoleView(AgentObserver):
             files = ", ".join(details.files_changed)
             self.console.print(f"Dry run: these edits were not written to {files}:")
             self.console.print(Syntax(details.diff, "diff", theme="ansi_dark"))
+        if step.prefix_break is not None:
+            self.console.print(f"Step {step.step}: {escape(step.prefix_break.describe())}")
         if self._table is not None:
             self._table.add(step)
 

@@ -1,4 +1,5 @@
-"""`deltaserve bench engine|prefix|spec|load`: benchmarks that print their figures side by side, with ratios.
+"""`deltaserve bench engine|prefix|spec|load|kv-disk`: benchmarks that print their figures side by side,
+with ratios.
 
 - engine: our engine vs HF generate() (evals/bench/engine_vs_hf.py): prefill and decode tok/s, short and
           long context.
@@ -7,6 +8,8 @@
 - spec:   speculative decoding off vs on over teacher-forced edit replies
           (evals/bench/speculative.py).
 - load:   a bounded load run with disconnects against a real `deltaserve serve` (evals/bench/load.py).
+- kv-disk: a long prompt in a new process that finds the first one's KV blocks on disk: TTFT vs cold,
+          cached share, same greedy output (evals/bench/kv_disk.py).
 """
 
 from __future__ import annotations
@@ -15,6 +18,7 @@ import argparse
 
 from deltaserve.cli import COMMANDS, default
 from deltaserve.engine import EngineConfig
+from deltaserve.evals.bench import kv_disk as bench_kv_disk
 from deltaserve.evals.bench import speculative as bench_speculative
 from deltaserve.evals.bench.engine_vs_hf import bench_engine
 from deltaserve.evals.bench.load import register_load
@@ -25,6 +29,7 @@ EPILOG = """examples:
   deltaserve bench prefix                               # 5-turn agent workload + 8 concurrent requests
   deltaserve bench spec --threads 1                     # passes and seconds, speculation off vs on
   deltaserve bench load --tiny                          # 200 streaming requests, 20% disconnects
+  deltaserve bench kv-disk --prompt-tokens 4000         # process B reuses process A's KV from disk
 """
 
 
@@ -74,4 +79,7 @@ def register(subparsers) -> None:
     p.set_defaults(func=_run_spec)
 
     register_load(benches)
+    p = benches.add_parser("kv-disk", help="a new process reuses the KV blocks an earlier one left on disk")
+    bench_kv_disk.add_arguments(p)
+    p.set_defaults(func=lambda args: bench_kv_disk.bench_kv_disk(args) and 0)
     parser.set_defaults(func=lambda args: parser.print_help() or 2)

@@ -3,6 +3,7 @@ the previous prompt's token ids followed by the reply's token ids and the end-of
 exactly what the engine's prefix cache holds after serving that step."""
 
 import io
+import json
 
 import pytest
 from hypothesis import HealthCheck, given, settings
@@ -40,6 +41,7 @@ def test_each_prompt_extends_the_previous_prompt_and_reply(engine, project, test
     report = agent.run()
     assert [s.action for s in report.steps] == ["view", "edit", "none", "edit"]
     assert [s.outcome for s in report.steps][1:] == ["apply failed", "no edits", "tests fail"]
+    assert [s.prefix_break for s in report.steps] == [None] * 4  # the agent's own monitor agrees
 
     tok = engine.tokenizer
     end_of_turn = tok.convert_tokens_to_ids("<|im_end|>")
@@ -51,6 +53,28 @@ def test_each_prompt_extends_the_previous_prompt_and_reply(engine, project, test
         expected = ids[n] + reply_ids
         assert ids[n + 1][: len(expected)] == expected, f"prompt {n + 2} does not extend prompt {n + 1}"
         assert len(ids[n + 1]) > len(expected)  # and the feedback follows
+
+
+def test_the_step_report_says_where_a_prompt_left_the_cached_prefix(engine, project, quick_test_cmd,
+                                                                     tmp_path):
+    """A reply that starts with blank lines is stored without them (the template's "assistant\n" would
+    merge with them), so the next prompt drops the generated newlines: the cache keeps the prompt, loses the
+    reply, and the report (and the trace) say so at that token."""
+    from deltaserve.harness.client import complete
+
+    replies = iter(["\n\nVIEW calc.py\n", "Hmm.", "Hmm."])
+    trace = tmp_path / "trace.jsonl"
+    agent = Agent(project, "add() returns the wrong result", test_cmd=quick_test_cmd, model=MODEL,
+                  max_steps=3, complete=lambda **kw: complete(**kw, mock_response=next(replies)), trace=trace,
+                  console=Console(file=io.StringIO()))
+    report = agent.run()
+    first_prompt = engine.apply_chat_template(agent.prompts[0])
+    brk = report.steps[1].prefix_break
+    assert brk is not None and brk.position == len(first_prompt)
+    assert brk.expected.startswith("\n\n") and brk.got.startswith("VIEW")
+    assert report.steps[0].prefix_break is None and report.steps[2].prefix_break is None
+    traced = [json.loads(line) for line in trace.read_text().splitlines()]
+    assert traced[1]["prefix_break"]["position"] == brk.position and traced[0]["prefix_break"] is None
 
 
 def test_remote_names_of_our_models_count_with_the_same_tokenizer(engine):
