@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from pydantic import BaseModel, Field, field_validator
+from pydantic import BaseModel, Field, ValidationError, field_validator
 
 from deltaserve.errors import TaskError
 
@@ -47,16 +47,45 @@ class Task(BaseModel):
         return (self.root / self.spec.gold_patch).read_text()
 
 
+def _validation_message(path: Path, exc: ValidationError) -> str:
+    """Each bad field of task.json by name, with pydantic's reason."""
+    problems = []
+    for err in exc.errors():
+        where = ".".join(str(part) for part in err["loc"]) or "(top level)"
+        problems.append(f"field {where!r}: {err['msg']}")
+    return f"{path}: " + "; ".join(problems)
+
+
+def load_spec(path: Path) -> TaskSpec:
+    """A task.json, validated; TaskError naming the file and each bad field."""
+    try:
+        data = json.loads(path.read_text())
+    except json.JSONDecodeError as exc:
+        raise TaskError(f"{path}: not valid JSON ({exc})") from None
+    try:
+        return TaskSpec.model_validate(data)
+    except ValidationError as exc:
+        raise TaskError(_validation_message(path, exc)) from None
+
+
 def load_task(task_dir: Path) -> Task:
-    spec = TaskSpec.model_validate(json.loads((task_dir / "task.json").read_text()))
+    spec = load_spec(task_dir / "task.json")
     if spec.id != task_dir.name:
-        raise TaskError(f"{task_dir}: task id {spec.id!r} does not match its directory name")
+        raise TaskError(f"{task_dir / 'task.json'}: field 'id': {spec.id!r} does not match its directory "
+                        f"name {task_dir.name!r}")
+    if not (task_dir / "repo").is_dir():
+        raise TaskError(f"{task_dir}: no repo/ folder (the buggy project the task runs in)")
+    if not (task_dir / spec.gold_patch).is_file():
+        raise TaskError(f"{task_dir / 'task.json'}: field 'gold_patch': {spec.gold_patch!r} is not a file "
+                        f"in {task_dir}")
     return Task(spec=spec, root=task_dir)
 
 
 def load_tasks(tasks_dir: Path | None = None, ids: list[str] | None = None) -> list[Task]:
     """All tasks in `tasks_dir` (default: evals/tasks), sorted by id; `ids` selects (and orders) a subset."""
     tasks_dir = tasks_dir or TASKS_DIR
+    if not tasks_dir.is_dir():
+        raise TaskError(f"{tasks_dir}: not a directory of tasks (each a folder with task.json)")
     tasks = {d.name: load_task(d) for d in sorted(tasks_dir.iterdir()) if (d / "task.json").is_file()}
     if ids is None:
         return list(tasks.values())

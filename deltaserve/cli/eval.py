@@ -28,6 +28,12 @@ def _default_out(kind: str) -> Path:
     return Path("runs") / f"{kind}-{time.strftime('%Y%m%d-%H%M%S')}"
 
 
+def _add_tasks_dir(parser) -> None:
+    parser.add_argument("--tasks-dir", type=Path, metavar="DIR",
+                        help="a task suite of your own: folders with task.json, repo/ and the gold patch "
+                             "(default: the bundled suite)")
+
+
 def register(subparsers) -> None:
     parser = subparsers.add_parser("eval", help=COMMANDS["eval"])
     sub = parser.add_subparsers(dest="eval_command", metavar="EVAL")
@@ -36,13 +42,14 @@ def register(subparsers) -> None:
     check = sub.add_parser("check-tasks", help="each task fails before its gold patch and passes after")
     check.add_argument("--tasks", help="comma-separated task ids (default: all)")
     check.add_argument("--workers", type=int, default=2)
-    check.add_argument("--tasks-dir", type=Path, help="a task suite other than evals/tasks")
+    _add_tasks_dir(check)
     check.set_defaults(func=run_check_tasks)
 
     dc = sub.add_parser("decode-cost", help="teacher-force each format's gold reply through the engine")
     dc.add_argument("--model", default=default(DecodeCostConfig, "model"),
                     help="engine model: bundled name, HF dir or .gguf (default: %(default)s)")
     dc.add_argument("--tasks", help="comma-separated task ids (default: all, or the --quick pick)")
+    _add_tasks_dir(dc)
     dc.add_argument("--formats", default="whole,udiff,search_replace")
     dc.add_argument("--quick", action="store_true", help="a few tasks of varied size, whole replies capped")
     dc.add_argument("--max-reply-tokens", type=int, default=None,
@@ -66,6 +73,7 @@ def register(subparsers) -> None:
                     help="comma-separated litellm model strings (default: %(default)s)")
     ag.add_argument("--formats", default="udiff,search_replace,whole")
     ag.add_argument("--tasks", help="comma-separated task ids (default: all)")
+    _add_tasks_dir(ag)
     ag.add_argument("--max-steps", type=int, default=default(AgentEvalConfig, "max_steps"))
     ag.add_argument("--max-tokens", type=int, default=default(AgentEvalConfig, "max_tokens"),
                     help="max tokens per reply (default: %(default)s)")
@@ -98,6 +106,7 @@ def run_decode_cost(args) -> int:
     config = DecodeCostConfig(
         model=args.model,
         task_ids=_comma_list(args.tasks),
+        tasks_dir=args.tasks_dir,
         formats=_comma_list(args.formats),
         quick=args.quick,
         max_reply_tokens=args.max_reply_tokens,
@@ -120,6 +129,7 @@ def run_agent(args) -> int:
         models=_comma_list(args.models),
         formats=_comma_list(args.formats),
         task_ids=_comma_list(args.tasks),
+        tasks_dir=args.tasks_dir,
         max_steps=args.max_steps,
         max_tokens=args.max_tokens,
         api_base=args.api_base,

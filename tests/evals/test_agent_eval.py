@@ -28,7 +28,7 @@ def scripted(gold_udiff):
     def run_kwargs(task, model, fmt):
         if model == GOLD:
             return {"mock_response": gold_udiff}
-        if fmt == "whole":  # "fixes" the bug by gutting the tests (the agent allowed to: the eval must catch it)
+        if fmt == "whole":  # "fixes" the bug by gutting the tests (allowed: the eval must catch it)
             tests = task.repo_dir / "tests" / "test_summary.py"
             cheat = whole.render({"tests/test_summary.py": "def test_nothing():\n    pass\n"})
             return {"mock_response": cheat if tests.is_file() else "no", "allow_test_edits": True}
