@@ -20,11 +20,10 @@ import uuid
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from unidiff import PatchSet
-
 from deltaserve.engine import Engine, EngineConfig, SamplingParams
 from deltaserve.errors import EvalError
 from deltaserve.evals.check_tasks import TEST_ENV, copy_repo, test_command
+from deltaserve.evals.gold_diff import parse_gold_diff
 from deltaserve.evals.gold_replies import gold_replies
 from deltaserve.evals.progress import progress_bar
 from deltaserve.evals.report import decode_summary, render_markdown, write_report
@@ -113,8 +112,7 @@ def edited_sizes(tasks: list[Task]) -> dict[str, int]:
     """Edited-file line counts from each gold diff's pre-image (no workspace needed)."""
     sizes = {}
     for task in tasks:
-        paths = [pf.source_file[2:] if pf.source_file.startswith("a/") else pf.source_file
-                 for pf in PatchSet(task.gold_diff)]
+        paths = parse_gold_diff(task.gold_diff).paths
         sizes[task.id] = max(len((task.repo_dir / p).read_text().splitlines()) for p in paths
                              if (task.repo_dir / p).is_file())
     return sizes

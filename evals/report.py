@@ -11,6 +11,7 @@ from collections import defaultdict
 from pathlib import Path
 
 from deltaserve.evals.results import load_rows, rows_of
+from deltaserve.evals.size_buckets import bucket_table, plot_ratio_by_size
 
 FORMATS = ("whole", "udiff", "search_replace")
 
@@ -354,6 +355,8 @@ def render_markdown(rows: list[dict]) -> str:
         parts += ["## Summary", "", _md_table(["metric", "value"], summary_rows), ""]
     if rows_of(rows, "decode_cost"):
         parts += ["## Decode cost per task (teacher-forced gold replies)", "", decode_table(rows), ""]
+        if buckets := bucket_table(rows):
+            parts += ["## Decode tokens by edited file size", "", buckets, ""]
         parts += ["## Cross-check: predicted vs forced decode seconds", "", crosscheck_table(rows), ""]
     if rows_of(rows, "replay"):
         parts += ["## Multi-step replay: prefill served from the prefix cache", "", replay_table(rows), ""]
@@ -374,6 +377,7 @@ def write_report(rows: list[dict], out_dir: Path) -> dict[str, Path]:
     if rows_of(rows, "decode_cost"):
         paths["decode_tokens_plot"] = plot_decode_tokens(rows, out_dir / "decode_tokens.png")
         paths["decode_seconds_plot"] = plot_decode_seconds(rows, out_dir / "decode_seconds.png")
+        paths["size_ratio_plot"] = plot_ratio_by_size(rows, out_dir / "ratio_by_size.png", _plt())
     if rows_of(rows, "agent"):
         paths["agent_plot"] = plot_agent(rows, out_dir / "agent.png")
     return paths

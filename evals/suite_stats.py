@@ -13,8 +13,7 @@ import sys
 from dataclasses import dataclass
 from pathlib import Path
 
-from unidiff import PatchSet
-
+from deltaserve.evals.gold_diff import parse_gold_diff
 from deltaserve.evals.task_suite import Task, load_tasks
 
 
@@ -33,14 +32,9 @@ class GoldPatchStats:
 
 
 def gold_patch_stats(task: Task) -> GoldPatchStats:
-    patch = PatchSet(task.gold_diff)
-    return GoldPatchStats(
-        task_id=task.id,
-        added=sum(f.added for f in patch),
-        removed=sum(f.removed for f in patch),
-        hunks=sum(len(f) for f in patch),
-        files=len(patch),
-    )
+    gold = parse_gold_diff(task.gold_diff)
+    return GoldPatchStats(task_id=task.id, added=gold.added, removed=gold.removed, hunks=gold.hunks,
+                          files=gold.files)
 
 
 def summarize(stats: list[GoldPatchStats]) -> dict[str, float]:

@@ -80,7 +80,7 @@ def test_cli_report_rebuilds_tables_and_plots(tmp_path, capsys):
     first = write_report(load_rows(results), tmp_path / "a")
     assert main(["eval", "report", str(results), "--out", str(tmp_path / "b")]) == 0
     assert (tmp_path / "b" / "report.md").read_text() == first["report"].read_text()
-    for name in ("decode_tokens.png", "decode_seconds.png"):
+    for name in ("decode_tokens.png", "decode_seconds.png", "ratio_by_size.png"):
         assert (tmp_path / "b" / name).read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
     assert "whole/udiff" in capsys.readouterr().out
 
