@@ -1,6 +1,7 @@
 """Bridge between asyncio (the server) and the Engine, which is not thread-safe.
 
-One daemon worker thread owns the Engine and is the only thread that ever calls it. The event loop talks to
+One daemon worker thread owns the Engine and is the only thread that ever calls it (the server reads its
+tokenizer on a thread of its own: tokenizing changes nothing in the engine). The event loop talks to
 it through a thread-safe command queue (add / abort / stats / stop); the worker calls `step()` while any
 request is unfinished and blocks on the queue when idle. New requests join the running batch between steps
 (continuous batching). Each RequestOutput goes to its request's asyncio.Queue via `call_soon_threadsafe`.
@@ -18,7 +19,7 @@ import copy
 import logging
 import queue
 import threading
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -26,14 +27,10 @@ from deltaserve.errors import EngineOverloadedError, EngineStepError
 
 log = logging.getLogger("deltaserve.async_engine")
 
-# A callable run on the worker thread that turns a request into engine input: (prompt, params).
-# It may tokenize and validate (raising InvalidRequestError) with full access to the engine.
-Prepare = Callable[[Any], tuple[Any, Any]]
-
-
 @dataclass
 class _Add:
-    prepare: Prepare
+    prompt: Any  # what Engine.add_request takes: token ids (or a text, tokenized there)
+    params: Any
     cache_salt: str | None
     stream: RequestStream
     accepted: concurrent.futures.Future = field(default_factory=concurrent.futures.Future)
@@ -111,8 +108,9 @@ class AsyncEngine:
         """False once the worker thread has stopped (shutdown, or a crash it could not survive)."""
         return self._thread.is_alive()
 
-    async def add_request(self, prepare: Prepare, cache_salt: str | None = None) -> RequestStream:
-        """Submit a request; raises what `prepare` or the engine raised, or EngineOverloadedError."""
+    async def add_request(self, prompt: Any, params: Any, cache_salt: str | None = None) -> RequestStream:
+        """Submit a request (Engine.add_request's arguments); raises what the engine raised, or
+        EngineOverloadedError. Tokenize long texts before: the engine thread serves every request."""
         with self._lock:
             if self._unfinished >= self.batch_capacity + self.max_waiting:
                 raise EngineOverloadedError(
@@ -121,7 +119,7 @@ class AsyncEngine:
                 )
             self._unfinished += 1
         stream = RequestStream(self, asyncio.get_running_loop())
-        command = _Add(prepare, cache_salt, stream)
+        command = _Add(prompt, params, cache_salt, stream)
         self._commands.put(command)
         try:
             await asyncio.wrap_future(command.accepted)
@@ -190,8 +188,8 @@ class AsyncEngine:
             self._finish_one()
             return
         try:
-            prompt, params = command.prepare(self.engine)
-            request_id = self.engine.add_request(prompt, params, cache_salt=command.cache_salt)
+            salt = command.cache_salt
+            request_id = self.engine.add_request(command.prompt, command.params, cache_salt=salt)
         except BaseException as exc:
             self._finish_one()
             command.accepted.set_exception(exc)

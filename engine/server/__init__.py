@@ -11,7 +11,7 @@ One concept per module:
     limits.py     ServerLimits
     errors.py     the one place errors become OpenAI's error shape
     requests.py   reading a body (size-capped) and parsing it into a request model
-    prepare.py    on the engine thread: tokenize, check the context and limits, build SamplingParams
+    prepare.py    off the engine thread: bound, tokenize and check prompts; build SamplingParams
     choices.py    submitting one engine request per choice; usage, metrics and failures read back from them
     streaming.py  per-choice streams merged, the non-streaming run to the end, the SSE event stream
     chunks.py     the SSE chunk formats of chat and text completions

@@ -14,12 +14,14 @@ from deltaserve.engine.server.context import ServingContext
 from deltaserve.engine.server.errors import install_error_handlers
 from deltaserve.engine.server.limits import ServerLimits
 from deltaserve.engine.server.metrics import ServerMetrics
+from deltaserve.engine.server.prepare import PromptPreparer
 
 
 @asynccontextmanager
 async def _lifespan(app: FastAPI) -> AsyncIterator[None]:
     yield
     app.state.serving.async_engine.shutdown()
+    app.state.serving.prompts.close()
 
 
 def create_app(engine: Any, *, served_model_name: str | None = None,
@@ -32,6 +34,7 @@ def create_app(engine: Any, *, served_model_name: str | None = None,
         async_engine=async_engine,
         limits=limits,
         metrics=ServerMetrics(lambda: async_engine.latest_stats),
+        prompts=PromptPreparer(engine, limits),
         model_name=model_name,
         model_names=frozenset({model_name, str(engine.model_name)}),
     )

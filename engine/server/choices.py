@@ -15,7 +15,7 @@ from deltaserve.engine.openai_protocol import ResponseMetrics, SamplingRequest, 
 from deltaserve.engine.server.context import ServingContext
 from deltaserve.engine.server.errors import engine_failure
 from deltaserve.engine.server.metrics import ServerMetrics
-from deltaserve.engine.server.prepare import PreparedChoice
+from deltaserve.engine.server.prepare import sampling_params
 from deltaserve.errors import APIError, DeltaserveError, InvalidRequestError
 
 
@@ -62,14 +62,17 @@ class Choices:
 
 
 async def submit(ctx: ServingContext, req: SamplingRequest, prompts: list[Any], arrived: float) -> Choices:
-    """One engine request per (prompt, n); on any refusal the ones already in are aborted and it re-raises."""
+    """One engine request per (prompt, n), once every prompt has been tokenized and checked; on any refusal
+    the ones already in are aborted and it re-raises."""
     choices = Choices(arrived)
     try:
-        for p_index, prompt in enumerate(prompts):
+        prediction = ctx.prompts.prediction(req)
+        prepared = [await ctx.prompts.prepare(prompt, req.max_tokens) for prompt in prompts]
+        for p_index, (ids, room) in enumerate(prepared):
             for i in range(req.n):
                 seed = None if req.seed is None else req.seed + i
-                prepared = PreparedChoice(req, prompt, seed, ctx.limits)
-                choices.add(p_index, await ctx.async_engine.add_request(prepared, req.cache_salt))
+                params = sampling_params(req, seed, room, prediction, ctx.limits)
+                choices.add(p_index, await ctx.async_engine.add_request(ids, params, req.cache_salt))
     except BaseException as exc:
         choices.abort()
         if isinstance(exc, ValueError) and not isinstance(exc, DeltaserveError):

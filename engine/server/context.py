@@ -11,6 +11,7 @@ from deltaserve.engine.async_engine import AsyncEngine
 from deltaserve.engine.openai_protocol import now
 from deltaserve.engine.server.limits import ServerLimits
 from deltaserve.engine.server.metrics import ServerMetrics
+from deltaserve.engine.server.prepare import PromptPreparer
 
 
 @dataclass
@@ -20,6 +21,7 @@ class ServingContext:
     async_engine: AsyncEngine
     limits: ServerLimits
     metrics: ServerMetrics
+    prompts: PromptPreparer  # bounds and tokenizes prompts off the engine thread
     model_name: str  # the name /v1/models lists
     model_names: frozenset[str]  # every name a request may use: the served name and the engine's own
     started: int = field(default_factory=now)  # /v1/models' `created`

@@ -1,11 +1,16 @@
-"""Turning one choice of a request into engine input, on the engine thread (which owns the tokenizer).
+"""Turning a request's prompts into engine input, off the engine thread.
 
-The prompt is tokenized there, checked against the server's prompt limit and the model's context, and the
-request's sampling fields become SamplingParams; every refusal is an InvalidRequestError (a 400).
+A prompt first passes a cheap bound: more characters than the prompt limit's tokens can cover is a 400
+before anything tokenizes it. Then it is tokenized on the server's own tokenizer thread, never the engine's,
+so however long it takes the running batch keeps stepping; its token count is checked against the prompt
+limit and the model's context, and each choice gets its SamplingParams. Every refusal is an
+InvalidRequestError (a 400).
 """
 
 from __future__ import annotations
 
+import asyncio
+from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 from pydantic import ValidationError
@@ -14,6 +19,24 @@ from deltaserve.engine.openai_protocol import SamplingRequest
 from deltaserve.engine.sampler import SamplingParams
 from deltaserve.engine.server.limits import ServerLimits
 from deltaserve.errors import InvalidRequestError
+
+# A token covers at most as many characters of normalized text as its vocabulary entry is long; a normalizer
+# can shrink the text it is given (NFC composes up to three code points into one), hence this slack.
+NORMALIZER_SLACK = 4
+
+
+def longest_token_chars(tokenizer: Any) -> int:
+    """The longest vocabulary entry, in characters (a byte-level entry has one character per byte)."""
+    return max(map(len, tokenizer.get_vocab()), default=1)
+
+
+def prompt_chars(prompt: Any) -> int | None:
+    """Characters of a text prompt or of chat messages' contents; None for token ids (counted as they are)."""
+    if isinstance(prompt, str):
+        return len(prompt)
+    if isinstance(prompt, list) and prompt and isinstance(prompt[0], dict):
+        return sum(len(message["content"]) for message in prompt)
+    return None
 
 
 def prompt_ids(engine: Any, prompt: Any) -> list[int]:
@@ -40,29 +63,61 @@ def room_after_prompt(num_prompt: int, max_tokens: int | None, context: int, lim
     return room
 
 
-class PreparedChoice:
-    """The engine thread's half of one choice: called with the engine, returns (prompt ids, params)."""
+class PromptPreparer:
+    """Bounds, tokenizes and checks prompts for one server; tokenizing runs on one thread of its own (the
+    engine's tokenizer is only read there; the engine thread keeps the engine to itself)."""
 
-    def __init__(self, req: SamplingRequest, prompt: Any, seed: int | None, limits: ServerLimits) -> None:
-        self.req, self.prompt, self.seed, self.limits = req, prompt, seed, limits
+    def __init__(self, engine: Any, limits: ServerLimits) -> None:
+        self.engine, self.limits = engine, limits
+        self.context = int(engine.max_model_len)
+        self.max_prompt_tokens = min(limits.max_prompt_tokens or self.context, self.context)
+        self.token_chars = longest_token_chars(engine.tokenizer) * NORMALIZER_SLACK
+        self._pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="deltaserve-tokenizer")
 
-    def __call__(self, engine: Any) -> tuple[list[int], SamplingParams]:
-        ids = prompt_ids(engine, self.prompt)
-        room = room_after_prompt(len(ids), self.req.max_tokens, engine.max_model_len, self.limits)
-        return ids, self.sampling_params(room)
+    def check_chars(self, what: str, chars: int, max_tokens: int) -> None:
+        """Refuse text that more than `max_tokens` tokens would be needed to hold, without tokenizing it."""
+        if chars > max_tokens * self.token_chars:
+            raise InvalidRequestError(
+                f"{what} has {chars} characters, more than {max_tokens} tokens can hold; this server accepts "
+                f"at most {max_tokens} tokens")
 
-    def sampling_params(self, room: int) -> SamplingParams:
-        req = self.req
-        try:
-            return SamplingParams(
-                max_tokens=req.max_tokens or min(self.limits.max_tokens, room),
-                temperature=req.temperature,
-                top_k=max(req.top_k, 0),
-                top_p=req.top_p,
-                seed=self.seed,
-                stop=list(req.stop or []),
-                ignore_eos=req.ignore_eos,
-                prediction=req.prediction.text() if req.prediction else None,
-            )
-        except (ValueError, ValidationError) as exc:
-            raise InvalidRequestError(str(exc)) from exc
+    async def prepare(self, prompt: Any, max_tokens: int | None) -> tuple[list[int], int]:
+        """The prompt's token ids and the room the context has left after them."""
+        chars = prompt_chars(prompt)
+        if chars is None:
+            ids = list(prompt)  # token ids: nothing to tokenize (the engine checks their range)
+        else:
+            self.check_chars("prompt", chars, self.max_prompt_tokens)
+            loop = asyncio.get_running_loop()
+            ids = await loop.run_in_executor(self._pool, prompt_ids, self.engine, prompt)
+        return ids, room_after_prompt(len(ids), max_tokens, self.context, self.limits)
+
+    def prediction(self, req: SamplingRequest) -> str | None:
+        """The predicted output's text; one longer than any reply could be is refused (the drafter tokenizes
+        it on the engine thread)."""
+        if req.prediction is None:
+            return None
+        text = req.prediction.text()
+        self.check_chars("prediction", len(text), self.context)
+        return text
+
+    def close(self) -> None:
+        self._pool.shutdown(wait=False, cancel_futures=True)
+
+
+def sampling_params(req: SamplingRequest, seed: int | None, room: int, prediction: str | None,
+                    limits: ServerLimits) -> SamplingParams:
+    """One choice's SamplingParams; max_tokens defaults to what the server allows and the context leaves."""
+    try:
+        return SamplingParams(
+            max_tokens=req.max_tokens or min(limits.max_tokens, room),
+            temperature=req.temperature,
+            top_k=max(req.top_k, 0),
+            top_p=req.top_p,
+            seed=seed,
+            stop=list(req.stop or []),
+            ignore_eos=req.ignore_eos,
+            prediction=prediction,
+        )
+    except (ValueError, ValidationError) as exc:
+        raise InvalidRequestError(str(exc)) from exc

@@ -21,8 +21,8 @@ def bridge(tiny_llama):
     aeng.shutdown()
 
 
-def prepare(prompt, max_tokens=8):
-    return lambda eng: (prompt, SamplingParams(max_tokens=max_tokens, ignore_eos=True))
+def request(prompt, max_tokens=8):
+    return prompt, SamplingParams(max_tokens=max_tokens, ignore_eos=True)
 
 
 async def settle(aeng: AsyncEngine):
@@ -36,7 +36,7 @@ async def settle(aeng: AsyncEngine):
 
 def test_outputs_arrive_in_order_and_requests_batch(bridge):
     async def main():
-        streams = [await bridge.add_request(prepare([1, 2, 3, i + 4])) for i in range(3)]
+        streams = [await bridge.add_request(*request([1, 2, 3, i + 4])) for i in range(3)]
 
         async def drain(stream):
             return [out async for out in stream]
@@ -55,8 +55,8 @@ def test_outputs_arrive_in_order_and_requests_batch(bridge):
 def test_invalid_request_raises_in_caller_only(bridge):
     async def main():
         with pytest.raises(InvalidRequestError):
-            await bridge.add_request(prepare([]))
-        ok = await bridge.add_request(prepare([5, 6]))
+            await bridge.add_request(*request([]))
+        ok = await bridge.add_request(*request([5, 6]))
         outs = [o async for o in ok]
         return outs
 
@@ -67,9 +67,9 @@ def test_invalid_request_raises_in_caller_only(bridge):
 def test_overload_is_refused_and_abort_frees_blocks(bridge):
     async def main():
         # 2 run + 1 waits
-        held = [await bridge.add_request(prepare([7, 8, 9], max_tokens=1500)) for _ in range(3)]
+        held = [await bridge.add_request(*request([7, 8, 9], max_tokens=1500)) for _ in range(3)]
         with pytest.raises(EngineOverloadedError):
-            await bridge.add_request(prepare([1]))
+            await bridge.add_request(*request([1]))
         for stream in held:
             stream.abort()
         return await settle(bridge)
@@ -81,7 +81,7 @@ def test_overload_is_refused_and_abort_frees_blocks(bridge):
 def test_caller_cancelled_while_submitting_leaks_nothing(bridge):
     async def main():
         for delay in (0, 0, 0.001):  # cancelled before or after the worker took the request in
-            task = asyncio.create_task(bridge.add_request(prepare([3, 4, 5], max_tokens=1500)))
+            task = asyncio.create_task(bridge.add_request(*request([3, 4, 5], max_tokens=1500)))
             await asyncio.sleep(delay)
             task.cancel()
             try:
@@ -98,7 +98,7 @@ def test_caller_cancelled_while_submitting_leaks_nothing(bridge):
 
 def test_shutdown_fails_in_flight_streams(bridge):
     async def main():
-        stream = await bridge.add_request(prepare([1, 2], max_tokens=1500))
+        stream = await bridge.add_request(*request([1, 2], max_tokens=1500))
         await asyncio.to_thread(bridge.shutdown)
         with pytest.raises(EngineStepError, match="shutting down"):
             async for _ in stream:
