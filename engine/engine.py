@@ -96,8 +96,9 @@ class Engine:
 
     def _disk_store(self, loaded: LoadedModel) -> DiskKVStore:
         c = self.config
-        fingerprint = model_fingerprint(loaded.source_dir, loaded.hf_config, self.dtype, c.block_size,
-                                        getattr(c, "quant", None))  # `quant` where the config has one
+        # weight quantization where the config has it; the device too ("auto" settings resolve by device)
+        quant = f"{getattr(c, 'quant', None)}:{getattr(c, 'quant_group_size', None)}:{self.device.type}"
+        fingerprint = model_fingerprint(loaded.source_dir, loaded.hf_config, self.dtype, c.block_size, quant)
         return DiskKVStore(c.kv_cache_dir, fingerprint, int(c.kv_cache_max_gb * 2**30))
 
     @classmethod

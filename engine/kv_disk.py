@@ -49,7 +49,8 @@ DEPTH_NS = 10_000_000
 
 def model_fingerprint(source_dir: Path, hf_config, dtype: torch.dtype, block_size: int,
                       quant: str | None) -> str:
-    """A short hex id of everything that decides a block's KV values."""
+    """A short hex id of everything that decides a block's KV values (`quant`: the weight quantization
+    settings and anything else the caller wants in the key)."""
     h = hashlib.sha256(f"v{FORMAT_VERSION}|{dtype}|{block_size}|{quant}".encode())
     for f in sorted(Path(source_dir).iterdir()):
         if f.suffix in WEIGHT_SUFFIXES and f.is_file():

@@ -14,6 +14,7 @@ import sys
 from pathlib import Path
 
 import pytest
+import torch
 
 from deltaserve.engine import kv_disk
 from deltaserve.engine.prefix_cache import block_hash
@@ -176,3 +177,14 @@ def test_a_full_writer_queue_skips_blocks_instead_of_waiting(make_engine, tmp_pa
     assert out.finish_reason == "length"
     s = eng.stats()
     assert s.kv_disk_skipped_writes > 0 and s.kv_disk_bytes_written == 0 and not block_files(tmp_path)
+
+
+def test_the_fingerprint_covers_quantization_and_the_model_config(tiny_llama):
+    from transformers import AutoConfig
+
+    cfg = AutoConfig.from_pretrained(tiny_llama)
+    base = kv_disk.model_fingerprint(tiny_llama, cfg, torch.float32, 16, "none")
+    assert base == kv_disk.model_fingerprint(tiny_llama, cfg, torch.float32, 16, "none")
+    assert base != kv_disk.model_fingerprint(tiny_llama, cfg, torch.float32, 16, "int4")
+    cfg.rms_norm_eps = cfg.rms_norm_eps * 2
+    assert base != kv_disk.model_fingerprint(tiny_llama, cfg, torch.float32, 16, "none")
