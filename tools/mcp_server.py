@@ -1,5 +1,9 @@
 """The tools as an MCP server (stdio): view, grep, list_files, apply_patch, apply_search_replace, write_file,
-run_tests over one workspace root. Start with `deltaserve mcp --root DIR`.
+run_tests and savings over one workspace root. Start with `deltaserve mcp --root DIR`.
+
+With an EditAccounting (tools/edit_accounting.py), every edit's result also carries its decode accounting
+(the edit's tokens, the whole-file counterfactual's, the tokens saved) as a text line and as structured
+content, and `savings` returns the running totals; without one, `savings` says accounting is off.
 
 Every failure a model can cause (bad path, patch that does not apply, ...) comes back as a tool error whose
 text is the same model-facing message the Python API raises, so the calling agent can correct itself.
@@ -12,9 +16,11 @@ import os
 
 from mcp.server import MCPServer
 from mcp.server.mcpserver.exceptions import ToolError as MCPToolError
+from mcp.types import CallToolResult, TextContent
 
 from deltaserve import errors
 from deltaserve.tools import files, patch, tests
+from deltaserve.tools.edit_accounting import EditAccounting, SavingsTotals
 from deltaserve.tools.workspace import Workspace
 
 MAX_LISTED_FILES = 1000
@@ -38,8 +44,22 @@ def _patch_text(result: patch.PatchResult, dry_run: bool) -> str:
     return head + result.summary() + ("\n\n" + result.diff if result.diff else "")
 
 
+def _edit_result(result: patch.PatchResult, dry_run: bool, edit_text: str | None,
+                 accounting: EditAccounting | None) -> CallToolResult:
+    """The edit's text for the model; with accounting, its cost line and the same figures as structured
+    content (a dry run is priced but not added to the totals: nothing was written)."""
+    text = _patch_text(result, dry_run)
+    if accounting is None:
+        return CallToolResult(content=[TextContent(type="text", text=text)])
+    cost = accounting.cost(edit_text, result.new_contents)
+    if not dry_run:
+        accounting.record(cost)
+    return CallToolResult(content=[TextContent(type="text", text=f"{text}\n\n{cost.line()}")],
+                          structured_content=cost.model_dump())
+
+
 def build_server(root: str | os.PathLike[str], test_command: str = tests.DEFAULT_COMMAND,
-                 test_timeout: float = 300.0) -> MCPServer:
+                 test_timeout: float = 300.0, accounting: EditAccounting | None = None) -> MCPServer:
     ws = Workspace(root)
     mcp = MCPServer(
         "deltaserve-tools",
@@ -70,22 +90,24 @@ def build_server(root: str | os.PathLike[str], test_command: str = tests.DEFAULT
 
     @mcp.tool()
     @_model_errors
-    def apply_patch(diff: str, dry_run: bool = False) -> str:
+    def apply_patch(diff: str, dry_run: bool = False) -> CallToolResult:
         """Apply a unified diff (one or more files; new, deleted, renamed). All or nothing."""
-        return _patch_text(patch.apply_patch(ws, diff, dry_run=dry_run), dry_run)
+        return _edit_result(patch.apply_patch(ws, diff, dry_run=dry_run), dry_run, diff, accounting)
 
     @mcp.tool()
     @_model_errors
-    def apply_search_replace(path: str, search: str, replace: str, dry_run: bool = False) -> str:
+    def apply_search_replace(path: str, search: str, replace: str, dry_run: bool = False) -> CallToolResult:
         """Replace the single place in `path` matching `search` with `replace` (an empty search creates
         the file)."""
-        return _patch_text(patch.apply_search_replace(ws, path, search, replace, dry_run=dry_run), dry_run)
+        result = patch.apply_search_replace(ws, path, search, replace, dry_run=dry_run)
+        return _edit_result(result, dry_run, "\n".join((path, search, replace)), accounting)
 
     @mcp.tool()
     @_model_errors
-    def write_file(path: str, content: str, dry_run: bool = False) -> str:
+    def write_file(path: str, content: str, dry_run: bool = False) -> CallToolResult:
         """Replace or create a whole file (keeps an existing file's newline style and mode)."""
-        return _patch_text(patch.write_file(ws, path, content, dry_run=dry_run), dry_run)
+        result = patch.write_file(ws, path, content, dry_run=dry_run)
+        return _edit_result(result, dry_run, None, accounting)  # a whole-file reply: it saves nothing
 
     @mcp.tool()
     @_model_errors
@@ -95,10 +117,17 @@ def build_server(root: str | os.PathLike[str], test_command: str = tests.DEFAULT
         res = tests.run_tests(ws, command or test_command, timeout=timeout)
         return f"{res.summary()}\nduration {res.duration_s:.1f}s\n\n{res.output}"
 
+    @mcp.tool()
+    def savings() -> SavingsTotals:
+        """Decode tokens this server's edits saved against whole-file replies, totalled since it started:
+        edits, their tokens, the whole-file replies' tokens and the difference."""
+        if accounting is None:
+            raise MCPToolError("decode accounting is off: the server was started without a token counter")
+        return accounting.totals()
+
     return mcp
 
 
-def serve(
-    root: str | os.PathLike[str], test_command: str = tests.DEFAULT_COMMAND, test_timeout: float = 300.0
-) -> None:
-    build_server(root, test_command, test_timeout).run("stdio")
+def serve(root: str | os.PathLike[str], test_command: str = tests.DEFAULT_COMMAND,
+          test_timeout: float = 300.0, accounting: EditAccounting | None = None) -> None:
+    build_server(root, test_command, test_timeout, accounting).run("stdio")

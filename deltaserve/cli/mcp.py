@@ -1,18 +1,26 @@
 """`deltaserve mcp --root DIR`: serve the workspace tools (view, grep, list_files, apply_patch,
-apply_search_replace, write_file, run_tests) over MCP on stdio."""
+apply_search_replace, write_file, run_tests, savings) over MCP on stdio, each edit priced in decode tokens
+with the --tokenizer against the harness's `whole` reply."""
 
 from __future__ import annotations
 
 import argparse
 import sys
 
-from deltaserve.cli import COMMANDS, wrapped
+from deltaserve.cli import COMMANDS, default, wrapped
+from deltaserve.engine import EngineConfig
+from deltaserve.errors import ModelNotFoundError
+from deltaserve.harness.formats import whole
+from deltaserve.harness.tokens import TokenCounter
+from deltaserve.tools.edit_accounting import EditAccounting
 from deltaserve.tools.mcp_server import serve
 from deltaserve.tools.tests import DEFAULT_COMMAND
+from deltaserve.tools.workspace import Workspace
 
 MCP_EXAMPLES = """examples:
   deltaserve mcp --root path/to/repo
   deltaserve mcp --root . --test-command "python -m pytest -q -x tests/unit" --test-timeout 120
+  deltaserve mcp --root . --tokenizer path/to/hf-model-dir   # count decode tokens with your model's tokenizer
 
 in an MCP client's configuration (e.g. Claude Desktop's mcpServers):
   {"deltaserve": {"command": "deltaserve", "args": ["mcp", "--root", "/abs/path/to/repo"]}}
@@ -21,7 +29,9 @@ It speaks MCP on stdin/stdout: run it from an MCP client, not by hand."""
 
 DESCRIPTION = ("Serve the workspace tools (view, grep, list_files, apply_patch, apply_search_replace, "
                "write_file, run_tests) to another agent over MCP on stdio. Every path is resolved inside "
-               "--root (no '..', absolute paths, outside symlinks or .git/); patches apply all-or-nothing.")
+               "--root (no '..', absolute paths, outside symlinks or .git/); patches apply all-or-nothing. "
+               "Each edit's result says its decode tokens, those of the whole-file reply it replaces and "
+               "the tokens saved; the savings tool returns the totals since the server started.")
 
 
 def register(subparsers) -> None:
@@ -36,7 +46,20 @@ def register(subparsers) -> None:
                         "(default: python -m pytest -q)")
     p.add_argument("--test-timeout", type=float, default=300.0, metavar="SECONDS",
                    help="run_tests kills the test process group after this long (default: %(default)s)")
+    p.add_argument("--tokenizer", default=default(EngineConfig, "model"), metavar="MODEL",
+                   help="tokenizer the decode accounting counts with: a bundled model name or a local "
+                        "Hugging Face model dir, never downloaded (default: %(default)s)")
     p.set_defaults(func=run, error_exit=2)
+
+
+def edit_accounting(tokenizer: str) -> EditAccounting:
+    """The harness's token counter for `tokenizer` and its `whole` renderer, so an edit's figures match the
+    agent's own step reports."""
+    counter = TokenCounter(tokenizer)
+    if counter.tokenizer is None:
+        raise ModelNotFoundError(f"no tokenizer {tokenizer!r} here (a bundled model name or a local model "
+                                 "dir; nothing is downloaded)")
+    return EditAccounting(counter.count, whole.render, tokenizer=tokenizer)
 
 
 def run(args) -> int:
@@ -46,5 +69,7 @@ def run(args) -> int:
     if sys.stdin.isatty():  # someone ran it by hand: say why nothing seems to happen
         print("deltaserve mcp: speaking MCP on stdin/stdout; start it from an MCP client (Ctrl-C stops it)",
               file=sys.stderr)
-    serve(args.root, args.test_command or DEFAULT_COMMAND, args.test_timeout)  # WorkspaceError: exit 2
+    Workspace(args.root)  # a bad root fails now, before the tokenizer takes seconds to load
+    accounting = edit_accounting(args.tokenizer)
+    serve(args.root, args.test_command or DEFAULT_COMMAND, args.test_timeout, accounting)  # errors: exit 2
     return 0

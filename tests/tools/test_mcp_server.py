@@ -12,7 +12,7 @@ from mcp import Client
 from mcp.client.stdio import StdioServerParameters
 
 EXPECTED_TOOLS = {"view", "list_files", "grep", "apply_patch", "apply_search_replace", "write_file",
-                  "run_tests"}
+                  "run_tests", "savings"}
 FIX_ADD = "--- a/calc.py\n+++ b/calc.py\n@@ @@\n def add(a, b):\n-    return a - b\n+    return a + b\n"
 BREAK_MUL = "--- a/calc.py\n+++ b/calc.py\n@@ @@\n def mul(a, b):\n-    return a * b\n+    return 0\n"
 
