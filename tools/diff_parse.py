@@ -38,7 +38,7 @@ class FilePatch:
     old_path: str | None  # raw names as written (a/ b/ prefixes kept); None = /dev/null
     new_path: str | None
     hunks: list[Hunk] = field(default_factory=list)
-    new_mode: str | None = None  # from "new mode 100755" / "new file mode 100755"
+    executable: bool | None = None  # "new mode" / "new file mode": 100755 True, 100644 False, else None
     git: bool = False  # came with a `diff --git` header (a/ b/ prefixes are certain)
 
     @property
@@ -121,7 +121,7 @@ def _git_names(rest: str) -> tuple[str, str]:
     return rest[:mid], rest[mid + 1 :]
 
 
-def _strip_ab(name: str | None) -> str:
+def strip_ab(name: str | None) -> str:
     return name[2:] if name and name.startswith(("a/", "b/")) else str(name)
 
 
@@ -190,7 +190,7 @@ class _Section:
     old: str | None
     new: str | None
     git: bool = False
-    new_mode: str | None = None
+    executable: bool | None = None
     had_headers: bool = False
     hunks: list[tuple[int | None, list[str]]] = field(default_factory=list)
 
@@ -200,23 +200,39 @@ class _Section:
         return self.git and not self.hunks and not self.had_headers
 
 
+def file_mode(line: str) -> bool:
+    """Whether a git mode line (`new mode 100755`, `deleted file mode 100644`, ...) says executable. Git
+    records a file as 100644 or 100755 and nothing else; other modes are refused, never applied as given."""
+    mode = line.split()[-1] if line.split() else ""
+    if mode in ("100644", "100755"):
+        return mode == "100755"
+    what = {"120000": "a symbolic link", "160000": "a submodule", "040000": "a directory"}.get(mode)
+    if what:
+        raise DiffParseError(f"{line.strip()!r}: the patch tools edit regular files only, not {what}")
+    raise DiffParseError(f"invalid mode line {line.strip()!r}: a file's mode is 100644 (regular) or 100755 "
+                         "(executable)")
+
+
 def _git_extended_header(cur: _Section, line: str) -> bool:
     """Apply one of a `diff --git` entry's extended header lines to `cur`; False if `line` is none."""
     if line.startswith("new file mode"):
-        cur.old, cur.new_mode = None, line.split()[-1]
+        cur.old, cur.executable = None, file_mode(line)
     elif line.startswith("deleted file mode"):
+        file_mode(line)
         cur.new = None
     elif line.startswith("new mode"):
-        cur.new_mode = line.split()[-1]
+        cur.executable = file_mode(line)
+    elif line.startswith("old mode"):
+        file_mode(line)
     elif line.startswith("rename from "):
         cur.old = "a/" + line[len("rename from ") :].strip()
     elif line.startswith("rename to "):
         cur.new = "b/" + line[len("rename to ") :].strip()
     elif line.startswith(("Binary files ", "GIT binary patch")):
-        raise DiffParseError(f"{_strip_ab(cur.new or cur.old)}: binary patches are not supported; "
+        raise DiffParseError(f"{strip_ab(cur.new or cur.old)}: binary patches are not supported; "
                              "edit text files only")
     else:
-        return line.startswith(("index ", "old mode", "similarity index", "dissimilarity index"))
+        return line.startswith(("index ", "similarity index", "dissimilarity index"))
     return True
 
 
@@ -339,7 +355,7 @@ def parse_diff(diff_text: str) -> list[FilePatch]:
                              "'+++ b/path' pair per file")
     out = []
     for sec, pf in zip(sections, patch_set, strict=True):
-        fp = FilePatch(sec.old, sec.new, new_mode=sec.new_mode, git=sec.git)
+        fp = FilePatch(sec.old, sec.new, executable=sec.executable, git=sec.git)
         for (start, _), uh in zip(sec.hunks, pf, strict=True):
             hunk = Hunk([], line_hint=start)
             prev = None

@@ -18,10 +18,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from deltaserve.errors import PatchError
-from deltaserve.tools.diff_parse import DiffParseError, FilePatch, parse_diff
+from deltaserve.tools.diff_parse import DiffParseError, FilePatch, parse_diff, strip_ab
 from deltaserve.tools.hunks import STRATEGIES, Hunk, HunkError, apply_hunks
 from deltaserve.tools.search_replace import SearchReplace, parse_search_replace_blocks, search_replace_hunk
-from deltaserve.tools.textfile import TextFile, atomic_write, check_encodable, split_lines
+from deltaserve.tools.textfile import TextFile, atomic_write, check_encodable, split_lines, with_executable
 from deltaserve.tools.workspace import Workspace, WorkspaceError
 
 __all__ = [
@@ -78,13 +78,18 @@ class _Plan:
         self.changes: dict[str, _Change] = {}
         self.hunks: list[HunkResult] = []
         self._disk: dict[str, TextFile | None] = {}  # each file read once, by current() or set()
+        self._names: dict[object, str] = {}  # Workspace.identity -> the one name this plan uses for it
 
     def _original(self, rel: str) -> TextFile | None:
         if rel not in self._disk:
-            real = self.ws.resolve(rel)
-            if real.is_dir():
-                raise WorkspaceError(f"{rel!r} is a directory, not a file")
-            self._disk[rel] = TextFile.load(real, rel) if real.exists() else None
+            self.ws.edit_target(rel)  # refuses links: an edit never reaches a file through one
+            same = self._names.setdefault(self.ws.identity(rel), rel)
+            if same != rel:
+                raise PatchError(f"{same} and {rel} are the same file (hard links); edit it by one name "
+                                 "only", rel)
+            real = self.ws.existing_file(rel)
+            self._disk[rel] = (TextFile.from_bytes(self.ws.read_bytes(rel), rel, self.ws.mode(rel))
+                               if real else None)
         return self._disk[rel]
 
     def current(self, rel: str) -> TextFile | None:
@@ -97,17 +102,18 @@ class _Plan:
         if rel in self.changes:
             self.changes[rel].after = after
             return
-        self.changes[rel] = _Change(rel, self.ws.resolve(rel), self._original(rel), after)
+        before = self._original(rel)
+        self.changes[rel] = _Change(rel, self.ws.edit_target(rel), before, after)
 
     def result(self) -> PatchResult:
         res = PatchResult(hunks=self.hunks)
         diffs = []
         for rel, ch in self.changes.items():
             if ch.after is not None:
-                check_encodable(ch.after, rel)  # so a dry run refuses what the real run would
+                _check_writable_text(ch.after, rel)  # so a dry run refuses what the real run would
             old = ch.before.text if ch.before else None
             new = ch.after.text if ch.after else None
-            if old == new and (ch.before is None) == (ch.after is None):
+            if old == new and (ch.before is None) == (ch.after is None) and not _mode_changes(ch):
                 continue
             res.files_changed.append(rel)
             res.new_contents[rel] = new
@@ -147,6 +153,21 @@ class _Plan:
                 except OSError:
                     pass
             raise PatchError(f"writing {ch.rel!r} failed ({exc}); no files were changed", ch.rel) from None
+
+
+def _mode_changes(ch: _Change) -> bool:
+    return (ch.before is not None and ch.after is not None and ch.after.mode is not None
+            and ch.after.mode != ch.before.mode)
+
+
+def _check_writable_text(tf: TextFile, rel: str) -> None:
+    """What the new content of a file must be: storable in its encoding, and free of NUL bytes (one would
+    turn the file into what every tool treats as binary)."""
+    check_encodable(tf, rel)
+    if "\x00" in tf.text:
+        line = next(i for i, x in enumerate(tf.lines, 1) if "\x00" in x)
+        raise PatchError(f"the new content of {rel} has a NUL byte (\\x00) in line {line}; text files cannot "
+                         "hold NUL bytes, so write the escape sequence instead of the raw character", rel)
 
 
 def _excerpt(lines: list[str], indent: str = "    ") -> str:
@@ -224,7 +245,8 @@ def _created(hunks: list[Hunk], encoding: str = "utf-8") -> TextFile:
 
 
 def _plan_file_patch(ws: Workspace, plan: _Plan, fp: FilePatch, old: str | None, new: str | None) -> None:
-    if fp.is_new or (old is not None and plan.current(old) is None and all(not h.source for h in fp.hunks)):
+    pure_insertions = bool(fp.hunks) and all(not h.source for h in fp.hunks)
+    if fp.is_new or (old is not None and plan.current(old) is None and pure_insertions):
         rel = new or old
         assert rel is not None
         existing = plan.current(rel)
@@ -232,8 +254,8 @@ def _plan_file_patch(ws: Workspace, plan: _Plan, fp: FilePatch, old: str | None,
         if existing is not None and existing.text.replace("\r\n", "\n") != created.text:
             raise PatchError(f"{rel} already exists, but the diff creates it as a new file; write a diff "
                              f"against its current content instead.", rel)
-        if fp.new_mode:
-            created.mode = int(fp.new_mode[-3:], 8)
+        if fp.executable is not None:
+            created.mode = with_executable(None, fp.executable)
         plan.set(rel, created)
         plan.hunks.append(HunkResult(rel, 0, "create", 1))
         return
@@ -252,8 +274,8 @@ def _plan_file_patch(ws: Workspace, plan: _Plan, fp: FilePatch, old: str | None,
     except HunkError as exc:
         raise _hunk_failure(old, exc, fp.hunks) from None
     after = before.with_lines(lines, endings, _final_newline(before, fp.hunks, matches, len(before.lines)))
-    if fp.new_mode:
-        after.mode = int(fp.new_mode[-3:], 8)
+    if fp.executable is not None:
+        after.mode = with_executable(before.mode, fp.executable)
     target = new or old
     if target != old:
         if plan.current(target) is not None:
@@ -279,11 +301,25 @@ def _merge_same_file(ws: Workspace, patches: list[FilePatch]):
     return [(old, new, fp) for (old, new), fp in merged.items()]
 
 
-def _finish(plan: _Plan, dry_run: bool) -> PatchResult:
+def _finish(plan: _Plan, dry_run: bool, no_changes: str | None) -> PatchResult:
+    """Commit the plan (unless a dry run). An edit that changes nothing is an error the model reads, never
+    a success with nothing done; `no_changes` None: a whole-file write, where "as it is" is a valid answer."""
     result = plan.result()
+    if not result.files_changed and no_changes is not None:
+        raise PatchError(no_changes)
     if not dry_run:
         plan.commit()
     return result
+
+
+def _no_changes(patches: list[FilePatch]) -> str:
+    names = ", ".join(dict.fromkeys(strip_ab(fp.new_path or fp.old_path) for fp in patches))
+    if not any(fp.hunks for fp in patches):
+        why = ("it has file headers but no hunks: after each @@ line, write the unchanged lines with a "
+               "leading space, removed lines with '-' and added lines with '+'")
+    else:
+        why = "its hunks leave every line as it is (no '+' or '-' lines, or they add back what they remove)"
+    return f"your diff has no changes: it names {names}, but {why}"
 
 
 def _guard(fn):
@@ -321,7 +357,7 @@ def apply_patch(ws: Workspace, diff_text: str, dry_run: bool = False) -> PatchRe
     if errors:
         first = errors[0]
         raise PatchError("\n\n".join(e.message for e in errors), first.path, first.hunk)
-    return _finish(plan, dry_run)
+    return _finish(plan, dry_run, _no_changes(patches))
 
 
 @_guard
@@ -359,7 +395,8 @@ def apply_search_replace_blocks(
         final = current.final_newline
         plan.set(rel, current.with_lines(lines, endings, final))
         plan.hunks.append(HunkResult(rel, idx, m.strategy, m.start + 1))
-    return _finish(plan, dry_run)
+    return _finish(plan, dry_run, "your SEARCH/REPLACE blocks have no changes: each REPLACE part gives the "
+                   "text its SEARCH part matched; put the new lines after =======")
 
 
 def apply_search_replace(
@@ -372,7 +409,8 @@ def apply_search_replace(
 @_guard
 def write_file(ws: Workspace, path: str, content: str, dry_run: bool = False) -> PatchResult:
     """Replace (or create) a whole file. An existing file keeps its newline style, final-newline presence,
-    encoding and mode; a new non-empty file gets a final newline."""
+    encoding and mode; a new non-empty file gets a final newline. Content equal to the file's is no error
+    (a whole-files reply re-sends the files it leaves alone): files_changed is empty then."""
     rel = ws.relpath(path)
     plan = _Plan(ws)
     current = plan.current(rel)
@@ -381,4 +419,4 @@ def write_file(ws: Workspace, path: str, content: str, dry_run: bool = False) ->
     final = current.final_newline if current is not None and current.lines else True
     plan.set(rel, base.with_lines(lines, [None] * len(lines), final_newline=final))
     plan.hunks.append(HunkResult(rel, 0, "whole", 1))
-    return _finish(plan, dry_run)
+    return _finish(plan, dry_run, None)

@@ -7,7 +7,6 @@ from __future__ import annotations
 import codecs
 import os
 import re
-import stat
 import tempfile
 from dataclasses import dataclass
 from pathlib import Path
@@ -27,6 +26,13 @@ def _current_umask() -> int:
 
 
 NEW_FILE_MODE = 0o666 & ~_current_umask()
+
+
+def with_executable(mode: int | None, executable: bool) -> int:
+    """`mode` (None: a new file's default) with the execute bits set where it can be read, or cleared: the
+    only mode change a patch can ask for (git's 100755 / 100644)."""
+    base = NEW_FILE_MODE if mode is None else mode
+    return base | ((base & 0o444) >> 2) if executable else base & ~0o111
 
 
 @dataclass
@@ -96,10 +102,9 @@ class TextFile:
         return cls(lines, endings, encoding, dominant_newline(endings), mode)
 
     @classmethod
-    def load(cls, path: Path, name: str) -> TextFile:
-        data = path.read_bytes()
+    def from_bytes(cls, data: bytes, name: str, mode: int | None) -> TextFile:
         dec = decode(data, name)
-        return cls.from_text(dec.text, dec.encoding, stat.S_IMODE(path.stat().st_mode))
+        return cls.from_text(dec.text, dec.encoding, mode)
 
     @property
     def final_newline(self) -> bool:

@@ -1,6 +1,7 @@
 """Property tests: difflib diffs of random edits apply exactly; model-style corruptions of them either apply
-exactly or are refused with a message and no file changed. 2,000 examples in all (600 + 500 + 700 + 200
-SEARCH/REPLACE); the generators are in deltaserve/testing/diff_fuzz.py."""
+exactly or are refused with a message and no file changed; any mangled diff at all either applies as its
+result reports or changes nothing. 2,400 examples in all (600 + 500 + 700 + 200 SEARCH/REPLACE + 400
+mangled); the generators are in deltaserve/testing/diff_fuzz.py."""
 
 from __future__ import annotations
 
@@ -99,5 +100,72 @@ def test_search_replace_applies_exactly(case):
         )
         want = nl.join(new) + (nl if final and new else "")
         assert (root / "f.py").read_bytes() == want.encode()
+    finally:
+        shutil.rmtree(root, ignore_errors=True)
+
+
+HOSTILE_LINES = [
+    "", "@@ @@", "@@ -1,3 +1,3 @@", "--- a/f0.py", "+++ b/f0.py", "--- /dev/null", "+++ /dev/null",
+    "new mode 100755", "new mode 100999", "old mode 100644", "new file mode 104777",
+    "deleted file mode 100644",
+    "diff --git a/f0.py b/f0.py", "I fixed the bug above.", "```diff", "```", "+added = '\x00'", "-    pass",
+    " context", "+", "-", "\\ No newline at end of file", "rename from f0.py", "rename to f1.py",
+]
+
+
+@st.composite
+def _hostile_diff(draw):
+    """A real diff of a random edit, then lines dropped, duplicated, swapped or replaced by diff-ish junk."""
+    sc = draw(diff_fuzz.scenarios())
+    lines = diff_fuzz.unified_diff(sc).split("\n")
+    for _ in range(draw(st.integers(1, 4))):
+        i = draw(st.integers(0, max(0, len(lines) - 1)))
+        op = draw(st.sampled_from(["drop", "dup", "insert", "replace", "truncate"]))
+        junk = draw(st.sampled_from(HOSTILE_LINES) | st.text(max_size=12))
+        if op == "drop" and lines:
+            del lines[i]
+        elif op == "dup" and lines:
+            lines.insert(i, lines[i])
+        elif op == "insert":
+            lines.insert(i, junk)
+        elif op == "replace" and lines:
+            lines[i] = junk
+        elif op == "truncate":
+            lines = lines[:i]
+    return sc, "\n".join(lines)
+
+
+@settings(max_examples=400, **SETTINGS)
+@given(_hostile_diff())
+def test_any_diff_applies_as_reported_or_changes_nothing(case):
+    """Whatever the diff: a PatchError with every file as it was, or success where the files it reports
+    are on disk exactly as reported (deleted ones gone), it reports at least one, and no other file
+    changed."""
+    from deltaserve.tools.patch import PatchError, apply_patch
+    from deltaserve.tools.workspace import Workspace
+
+    sc, diff = case
+    root = diff_fuzz.scratch_dir("any-")
+    try:
+        diff_fuzz._write(root, sc.before)
+        before = diff_fuzz._hashes(root)
+        try:
+            result = apply_patch(Workspace(root), diff)
+        except PatchError as exc:
+            assert exc.message.strip()
+            assert diff_fuzz._hashes(root) == before, diff
+            return
+        assert result.files_changed, diff
+        for rel in result.files_changed:
+            want = result.new_contents[rel]
+            if want is None:
+                assert not (root / rel).exists(), (rel, diff)
+            else:
+                assert "\x00" not in want
+                data = (root / rel).read_bytes()
+                assert data.decode("utf-8") == want, (rel, diff)
+        after = diff_fuzz._hashes(root)
+        untouched = {p for p in before | after if p not in result.files_changed}
+        assert {p: after.get(p) for p in untouched} == {p: before.get(p) for p in untouched}, diff
     finally:
         shutil.rmtree(root, ignore_errors=True)
