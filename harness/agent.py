@@ -11,7 +11,7 @@ from typing import Any
 
 from rich.console import Console
 
-from deltaserve.errors import DeltaserveError, ToolError
+from deltaserve.errors import DeltaserveError, NoChangesError, ToolError
 from deltaserve.harness import accounting, client, context, feedback, formats, local_provider, lookups
 from deltaserve.harness.accounting import ApplyOutcome, RunReport, StepReport, TestOutcome
 from deltaserve.harness.config import AgentConfig, default_test_cmd
@@ -218,6 +218,10 @@ class Agent:
                 return make(action="edit", outcome=outcome, apply=applied), StepDetails(told)
             self.snapshot.remember(preview.files_changed)
             result = preview if dry_run else self.format.apply(edits, self.workspace)
+        except NoChangesError as exc:  # the tools found nothing to change: the same outcome as refusal()'s
+            told = f"{feedback.no_op_edits(exc.paths or ['the files'])}\n{exc.message}"
+            applied = ApplyOutcome(ok=False, error=exc.message, dry_run=dry_run)
+            return make(action="edit", outcome="no-op edit", apply=applied), StepDetails(told)
         except ToolError as exc:
             applied = ApplyOutcome(ok=False, error=exc.message, dry_run=dry_run)
             return (make(action="edit", outcome="apply failed", apply=applied),

@@ -1,11 +1,13 @@
 """Hunk placement time, the code on main vs this tree, side by side in one run (no timed tests).
 
-    .venv/bin/python scripts/bench_hunks.py                  # old code up to 3,000 hunks (10k takes minutes)
+    .venv/bin/python scripts/bench_hunks.py                  # old code up to 3,000 hunks (10k: minutes)
     .venv/bin/python scripts/bench_hunks.py --old-max 10000  # old code on every size
 
-Two cases: H hunks (3 context lines, one line replaced, 3 context lines) placed in an 8*H-line file, and one
-3-line hunk that matches nothing refused against a 100,000-line file. The old tools/hunks.py is read with
-`git show <ref>:tools/hunks.py` into a temp dir and imported from there; both get the same hunks.
+Three cases: H hunks (3 context lines, one line replaced, 3 context lines) placed in an 8*H-line file; one
+3-line hunk that matches nothing, refused against a 100,000-line file; and one whose lines resemble every
+line of that file (the fuzzy search's worst case). The old tools/hunks.py is read with
+`git show <ref>:tools/hunks.py` (default: the commit before near-linear placement) into a temp dir and
+imported from there; both get the same hunks.
 """
 
 from __future__ import annotations
@@ -22,6 +24,7 @@ from deltaserve.errors import HunkError
 from deltaserve.tools import hunks as new_hunks
 
 ROOT = Path(__file__).resolve().parent.parent
+OLD_REF = "37f7259"
 
 
 def load_old(ref: str):
@@ -77,7 +80,8 @@ def timed(module, lines, spec) -> tuple[float, str]:
 
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--ref", default="main", help="git ref of the old code (default: %(default)s)")
+    ap.add_argument("--ref", default=OLD_REF, help="git ref of the old code (default: %(default)s, the last "
+                    "commit before near-linear placement)")
     ap.add_argument("--old-max", type=int, default=3000, help="largest hunk count the old code is timed on")
     ap.add_argument("--sizes", default="1000,3000,10000")
     ap.add_argument("--lines", type=int, default=100_000, help="file size for the non-matching hunk")

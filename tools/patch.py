@@ -17,7 +17,7 @@ import os
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from deltaserve.errors import PatchError
+from deltaserve.errors import NoChangesError, PatchError
 from deltaserve.tools.diff_parse import DiffParseError, FilePatch, parse_diff, strip_ab
 from deltaserve.tools.hunks import STRATEGIES, Hunk, HunkError, apply_hunks
 from deltaserve.tools.search_replace import SearchReplace, parse_search_replace_blocks, search_replace_hunk
@@ -301,25 +301,25 @@ def _merge_same_file(ws: Workspace, patches: list[FilePatch]):
     return [(old, new, fp) for (old, new), fp in merged.items()]
 
 
-def _finish(plan: _Plan, dry_run: bool, no_changes: str | None) -> PatchResult:
+def _finish(plan: _Plan, dry_run: bool, no_changes: NoChangesError | None) -> PatchResult:
     """Commit the plan (unless a dry run). An edit that changes nothing is an error the model reads, never
     a success with nothing done; `no_changes` None: a whole-file write, where "as it is" is a valid answer."""
     result = plan.result()
     if not result.files_changed and no_changes is not None:
-        raise PatchError(no_changes)
+        raise no_changes
     if not dry_run:
         plan.commit()
     return result
 
 
-def _no_changes(patches: list[FilePatch]) -> str:
-    names = ", ".join(dict.fromkeys(strip_ab(fp.new_path or fp.old_path) for fp in patches))
+def _no_changes(patches: list[FilePatch]) -> NoChangesError:
+    paths = list(dict.fromkeys(strip_ab(fp.new_path or fp.old_path) for fp in patches))
     if not any(fp.hunks for fp in patches):
         why = ("it has file headers but no hunks: after each @@ line, write the unchanged lines with a "
                "leading space, removed lines with '-' and added lines with '+'")
     else:
         why = "its hunks leave every line as it is (no '+' or '-' lines, or they add back what they remove)"
-    return f"your diff has no changes: it names {names}, but {why}"
+    return NoChangesError(f"your diff has no changes: it names {', '.join(paths)}, but {why}", paths)
 
 
 def _guard(fn):
@@ -395,8 +395,9 @@ def apply_search_replace_blocks(
         final = current.final_newline
         plan.set(rel, current.with_lines(lines, endings, final))
         plan.hunks.append(HunkResult(rel, idx, m.strategy, m.start + 1))
-    return _finish(plan, dry_run, "your SEARCH/REPLACE blocks have no changes: each REPLACE part gives the "
-                   "text its SEARCH part matched; put the new lines after =======")
+    return _finish(plan, dry_run, NoChangesError(
+        "your SEARCH/REPLACE blocks have no changes: each REPLACE part gives the text its SEARCH part "
+        "matched; put the new lines after =======", list(counts)))
 
 
 def apply_search_replace(

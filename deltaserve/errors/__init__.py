@@ -73,6 +73,15 @@ class PatchError(ToolError):
         self.hunk = hunk  # 1-based hunk/block number within `path`, when one hunk is to blame
 
 
+class NoChangesError(PatchError):
+    """An edit that would leave every file as it is (a diff with headers only, a hunk with no +/- lines, a
+    REPLACE equal to its SEARCH). `paths`: the files it named."""
+
+    def __init__(self, message: str, paths: list[str] | None = None):
+        super().__init__(message, paths[0] if paths else None)
+        self.paths = list(paths or [])
+
+
 class DiffParseError(ToolError):
     """Text that does not parse as a unified diff, even after repair."""
 
