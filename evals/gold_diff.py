@@ -24,6 +24,16 @@ def _strip_prefix(path: str) -> str:
     return path[2:] if path.startswith(("a/", "b/")) else path
 
 
+def touched_paths(diff: str) -> list[str]:
+    """Every path a diff reads or writes (both sides of a rename; new and deleted files), in order."""
+    paths: list[str] = []
+    for f in PatchSet(diff):
+        for side in (f.source_file, f.target_file):
+            if side != "/dev/null" and _strip_prefix(side) not in paths:
+                paths.append(_strip_prefix(side))
+    return paths
+
+
 def parse_gold_diff(diff: str) -> GoldDiff:
     patch = PatchSet(diff)
     return GoldDiff(

@@ -8,6 +8,7 @@ import time
 from pathlib import Path
 
 from rich.console import Console
+from rich.markup import escape
 
 from deltaserve.cli import COMMANDS, default
 from deltaserve.cli.kv_options import add_kv_cache_options, kv_cache_kwargs
@@ -16,6 +17,7 @@ from deltaserve.evals.check_tasks import check_tasks, render_table
 from deltaserve.evals.console import print_decode_summary, print_report
 from deltaserve.evals.decode_cost import DecodeCostConfig, run_decode_cost_eval
 from deltaserve.evals.report import report_from_file
+from deltaserve.evals.swebench_import import import_swebench
 from deltaserve.evals.task_suite import load_tasks
 from deltaserve.harness import local_provider
 
@@ -82,6 +84,17 @@ def register(subparsers) -> None:
     ag.add_argument("--out", type=Path, help="output dir; rerunning with the same dir resumes")
     ag.set_defaults(func=run_agent)
 
+    imp = sub.add_parser("import-swebench", help="SWE-bench-format instances (JSONL) -> task folders, from "
+                         "local git clones")
+    imp.add_argument("instances", type=Path, metavar="FILE.jsonl",
+                     help="one instance a line: instance_id, repo, base_commit, patch, test_patch, "
+                          "FAIL_TO_PASS, PASS_TO_PASS (problem_statement, if there, is the description)")
+    imp.add_argument("--repos", type=Path, required=True, metavar="DIR",
+                     help="git clones, as DIR/<owner>__<name> or DIR/<name>")
+    imp.add_argument("--out", type=Path, required=True, metavar="TASKS_DIR",
+                     help="where the task folders go (then: eval check-tasks --tasks-dir TASKS_DIR)")
+    imp.set_defaults(func=run_import_swebench)
+
     rep = sub.add_parser("report", help="rebuild tables and plots from a results JSONL")
     rep.add_argument("results", type=Path)
     rep.add_argument("--out", type=Path, help="output dir (default: next to the results file)")
@@ -140,6 +153,18 @@ def run_agent(args) -> int:
     console.print(f"ran {result['ran']} runs, skipped {result['skipped']} already in the results")
     print_report(console, result["paths"])
     return 0
+
+
+def run_import_swebench(args) -> int:
+    if not args.instances.is_file():
+        print(f"deltaserve eval import-swebench: no file {args.instances}", file=sys.stderr)
+        return 1
+    result = import_swebench(args.instances, args.repos, args.out, progress=True)
+    console = Console()
+    for what, why in result.problems.items():
+        console.print(f"[red]skipped[/] {escape(what)}: {escape(why)}", highlight=False)
+    console.print(f"imported {len(result.imported)} tasks into {args.out}; {len(result.problems)} skipped")
+    return 1 if result.problems else 0
 
 
 def run_report(args) -> int:

@@ -128,3 +128,7 @@ class GoldReplyError(EvalError):
 
 class TaskError(EvalError):
     """A task folder or task id that is malformed or unknown."""
+
+
+class InstanceImportError(EvalError):
+    """A SWE-bench instance that cannot become a task folder (no clone, unknown commit, patch not applying)."""
