@@ -131,4 +131,4 @@ class TaskError(EvalError):
 
 
 class InstanceImportError(EvalError):
-    """A SWE-bench instance that cannot become a task folder (no clone, unknown commit, patch not applying)."""
+    """A SWE-bench instance that cannot become a task folder (no clone, unknown commit, bad patch)."""

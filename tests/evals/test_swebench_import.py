@@ -101,7 +101,8 @@ def test_bad_instances_are_reported_and_the_rest_imported(clone, tmp_path):
     assert "is not in the clone" in problems["acme__mathlib-nocommit"]
     assert "patch (after test_patch) does not apply" in problems["acme__mathlib-badpatch"]
     assert "test_patch does not apply" in problems["acme__mathlib-badtest"]
-    assert "not a SWE-bench instance" in problems["instances.jsonl:6"] and "repo" in problems["instances.jsonl:6"]
+    bad_line = problems["instances.jsonl:6"]
+    assert "not a SWE-bench instance" in bad_line and "repo" in bad_line
     assert [t.id for t in load_tasks(tmp_path / "tasks")] == ["acme__mathlib-ok"]
     assert main(["eval", "import-swebench", str(jsonl), "--repos", str(repo.parent),
                  "--out", str(tmp_path / "tasks")]) == 1
