@@ -11,7 +11,7 @@ from collections import defaultdict
 from pathlib import Path
 
 from deltaserve.evals.results import load_rows, rows_of
-from deltaserve.evals.size_buckets import bucket_table, plot_ratio_by_size
+from deltaserve.evals.size_buckets import BUCKETS, DIFF_FORMATS, bucket_rows, token_ratios
 
 FORMATS = ("whole", "udiff", "search_replace")
 
@@ -129,6 +129,18 @@ def decode_table(rows: list[dict]) -> str:
     medians = ["**median**"] + [median_cell(h) if cols[h] else "-" for h in header[1:]]
     body.append(medians)
     return _md_table(header, body) + _decode_footnotes(rows_of(rows, "decode_cost"))
+
+
+def bucket_table(rows: list[dict]) -> str:
+    """One line per edited-file size bucket (evals/size_buckets.py); ratios above 1: the diff decodes
+    fewer tokens than `whole`."""
+    entries = bucket_rows(rows)
+    if not entries:
+        return ""
+    body = [[v if isinstance(v, str) else _fmt(v) for v in e.values()] for e in entries]
+    return _md_table(list(entries[0]), body) + (
+        "\n\nRatios are medians of whole-reply tokens over diff-reply tokens per task; above 1 the diff "
+        "decodes fewer tokens. `cheaper`: tasks where it did.")
 
 
 def _decode_footnotes(decode_rows: list[dict]) -> str:
@@ -310,9 +322,30 @@ def _plot_per_format(rows: list[dict], path: Path, value, ylabel: str, title: st
                     key=lambda r: r["edited_file_lines"])
         if rs:
             ax.plot([r["edited_file_lines"] for r in rs], [value(r) for r in rs], "o-", label=f)
-    ax.set_xscale("log")
     ax.set_yscale("log")
-    ax.set_xlabel("edited file size (lines)")
+    return _finish_log_x(plt, fig, ax, path, "edited file size (lines)", ylabel, title)
+
+
+def plot_ratio_by_size(rows: list[dict], path: Path) -> Path:
+    """whole/diff reply-token ratio against the edited file's lines (log x), one series per diff format,
+    with the break-even line and the size buckets' bounds (evals/size_buckets.py)."""
+    plt = _plt()
+    entries = sorted(token_ratios(rows), key=lambda e: e["lines"])
+    fig, ax = plt.subplots(figsize=(7, 4.5))
+    for f in DIFF_FORMATS:
+        points = [(e["lines"], e["ratios"][f]) for e in entries if f in e["ratios"]]
+        if points:
+            ax.plot(*zip(*points, strict=True), "o", label=f"whole/{f}")
+    ax.axhline(1.0, color="grey", linestyle="--", linewidth=1, label="break-even")
+    for _, low in BUCKETS[1:]:
+        ax.axvline(low, color="grey", linestyle=":", linewidth=0.8)
+    return _finish_log_x(plt, fig, ax, path, "edited file size (lines, log scale)",
+                         "whole / diff reply tokens", "Where diffs pay: token ratio against file size")
+
+
+def _finish_log_x(plt, fig, ax, path: Path, xlabel: str, ylabel: str, title: str) -> Path:
+    ax.set_xscale("log")
+    ax.set_xlabel(xlabel)
     ax.set_ylabel(ylabel)
     ax.set_title(title)
     ax.grid(True, which="both", alpha=0.3)
@@ -377,7 +410,7 @@ def write_report(rows: list[dict], out_dir: Path) -> dict[str, Path]:
     if rows_of(rows, "decode_cost"):
         paths["decode_tokens_plot"] = plot_decode_tokens(rows, out_dir / "decode_tokens.png")
         paths["decode_seconds_plot"] = plot_decode_seconds(rows, out_dir / "decode_seconds.png")
-        paths["size_ratio_plot"] = plot_ratio_by_size(rows, out_dir / "ratio_by_size.png", _plt())
+        paths["size_ratio_plot"] = plot_ratio_by_size(rows, out_dir / "ratio_by_size.png")
     if rows_of(rows, "agent"):
         paths["agent_plot"] = plot_agent(rows, out_dir / "agent.png")
     return paths

@@ -2,7 +2,8 @@
 
 A `whole` reply grows with the file, a diff with the change, so their ratio should grow with file size;
 in small files a diff's headers and context lines can cost more than re-typing the file. Rows are
-decode_cost result rows (evals/decode_cost.py); buckets are by the edited file's line count.
+decode_cost result rows (evals/decode_cost.py); buckets are by the edited file's line count, lower bound
+inclusive. evals/report.py renders the table and the ratio plot from these numbers.
 """
 
 from __future__ import annotations
@@ -61,43 +62,3 @@ def bucket_rows(rows: list[dict]) -> list[dict]:
             summary[f"{f} cheaper"] = f"{sum(v > 1 for v in values)}/{len(values)}" if values else "-"
         out.append(summary)
     return out
-
-
-def bucket_table(rows: list[dict]) -> str:
-    """Markdown: one line per size bucket (ratios above 1: the diff decodes fewer tokens than `whole`)."""
-    entries = bucket_rows(rows)
-    if not entries:
-        return ""
-    header = list(entries[0])
-    lines = ["| " + " | ".join(header) + " |", "|" + "|".join("---" for _ in header) + "|"]
-    for e in entries:
-        cells = [f"{v:.2f}" if isinstance(v, float) else f"{v:,}" if isinstance(v, int) else (v or "-")
-                 for v in e.values()]
-        lines.append("| " + " | ".join(cells) + " |")
-    return "\n".join(lines) + (
-        "\n\nRatios are medians of whole-reply tokens over diff-reply tokens per task; above 1 the diff "
-        "decodes fewer tokens. `cheaper`: tasks where it did.")
-
-
-def plot_ratio_by_size(rows: list[dict], path, plt):
-    """whole/diff token ratio against the edited file's lines (log x), one series per diff format, with
-    the break-even line and the bucket bounds."""
-    entries = sorted(token_ratios(rows), key=lambda e: e["lines"])
-    fig, ax = plt.subplots(figsize=(7, 4.5))
-    for f in DIFF_FORMATS:
-        points = [(e["lines"], e["ratios"][f]) for e in entries if f in e["ratios"]]
-        if points:
-            ax.plot(*zip(*points, strict=True), "o", label=f"whole/{f}")
-    ax.axhline(1.0, color="grey", linestyle="--", linewidth=1, label="break-even")
-    for _, low in BUCKETS[1:]:
-        ax.axvline(max(1, low), color="grey", linestyle=":", linewidth=0.8)
-    ax.set_xscale("log")
-    ax.set_xlabel("edited file size (lines, log scale)")
-    ax.set_ylabel("whole / diff reply tokens")
-    ax.set_title("Where diffs pay: token ratio against file size")
-    ax.grid(True, which="both", alpha=0.3)
-    ax.legend()
-    fig.tight_layout()
-    fig.savefig(path, dpi=110)
-    plt.close(fig)
-    return path
