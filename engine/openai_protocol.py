@@ -2,7 +2,7 @@
 
 Requests ignore unknown fields (clients send extras) and reject bad values with a 400 naming the field. They
 are strict about types, as OpenAI's API is: "yes" is no boolean, true is no token id, "5" is no number (an
-integer is a valid number).
+integer is a valid number, and 3.0 a valid integer, as in JSON Schema).
 Extensions over OpenAI: `top_k`, `ignore_eos` and `cache_salt` on requests; a `metrics` object on responses.
 """
 
@@ -13,7 +13,7 @@ import uuid
 from collections.abc import Iterable
 from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, field_validator, model_validator
 
 
 def random_id(prefix: str) -> str:
@@ -27,8 +27,20 @@ def now() -> int:
 # ---------------------------------------------------------------- requests
 
 REQUEST = ConfigDict(extra="ignore", strict=True)
-TokenId = Annotated[int, Field(ge=0)]
 INT64 = 2**63
+
+
+def _whole_number(value: Any) -> Any:
+    """JSON has one number type: 3.0 is the integer 3, as JSON Schema says; 3.5, "3" and true are not."""
+    if isinstance(value, float) and value.is_integer():
+        return int(value)
+    return value
+
+
+Int = Annotated[int, BeforeValidator(_whole_number)]
+TokenId = Annotated[Int, Field(ge=0)]
+Text = Annotated[str, Field(min_length=1)]
+TokenIds = Annotated[list[TokenId], Field(min_length=1)]
 
 
 class StreamOptions(BaseModel):
@@ -80,22 +92,24 @@ class SamplingRequest(BaseModel):
     model_config = REQUEST
 
     model: str
-    max_tokens: int | None = Field(default=None, ge=1)
+    max_tokens: Int | None = Field(default=None, ge=1)
     temperature: float = Field(default=1.0, ge=0.0, le=2.0)
     top_p: float = Field(default=1.0, gt=0.0, le=1.0)
-    top_k: int = Field(default=0, ge=-1)  # extension (vLLM); 0 and -1 mean off
-    seed: int | None = Field(default=None, ge=-INT64, lt=INT64)
-    stop: str | list[str] | None = None
-    n: int = Field(default=1, ge=1, le=16)
+    top_k: Int = Field(default=0, ge=-1)  # extension (vLLM); 0 and -1 mean off
+    seed: Int | None = Field(default=None, ge=-INT64, lt=INT64)
+    # The validators below word their own refusals; json_schema_extra states the same rules in the schema.
+    stop: str | list[str] | None = Field(default=None, json_schema_extra={
+        "minLength": 1, "maxItems": 4, "items": {"type": "string", "minLength": 1}})
+    n: Int = Field(default=1, ge=1, le=16)
     stream: bool = False
     stream_options: StreamOptions | None = None
     user: str | None = None
     prediction: Prediction | None = None
     cache_salt: str | None = None  # extension: requests with different salts never share cached blocks
     ignore_eos: bool = False  # extension (vLLM): generate exactly max_tokens
-    logprobs: Any = None
-    presence_penalty: float | None = None
-    frequency_penalty: float | None = None
+    logprobs: Any = Field(default=None, json_schema_extra={"enum": [False, 0, None]})
+    presence_penalty: float | None = Field(default=None, json_schema_extra={"minimum": 0, "maximum": 0})
+    frequency_penalty: float | None = Field(default=None, json_schema_extra={"minimum": 0, "maximum": 0})
 
     @field_validator("stop")
     @classmethod
@@ -129,15 +143,8 @@ class SamplingRequest(BaseModel):
 
 
 class ChatCompletionRequest(SamplingRequest):
-    messages: list[ChatMessage]
-    max_completion_tokens: int | None = Field(default=None, ge=1)
-
-    @field_validator("messages")
-    @classmethod
-    def _non_empty(cls, value: list[ChatMessage]) -> list[ChatMessage]:
-        if not value:
-            raise ValueError("messages must contain at least one message")
-        return value
+    messages: list[ChatMessage] = Field(min_length=1)
+    max_completion_tokens: Int | None = Field(default=None, ge=1)
 
     @model_validator(mode="after")
     def _completion_tokens_win(self) -> ChatCompletionRequest:
@@ -148,20 +155,10 @@ class ChatCompletionRequest(SamplingRequest):
 
 
 class CompletionRequest(SamplingRequest):
-    prompt: str | list[str] | list[TokenId] | list[list[TokenId]]
-    echo: bool = False
-    suffix: str | None = None
-
-    @field_validator("prompt")
-    @classmethod
-    def _non_empty(cls, value: Any) -> Any:
-        if isinstance(value, str):
-            return value
-        if not value:
-            raise ValueError("prompt must not be empty")
-        if isinstance(value[0], list) and any(not p for p in value):
-            raise ValueError("prompt token lists must not be empty")
-        return value
+    prompt: Text | Annotated[list[Text], Field(min_length=1)] | TokenIds | Annotated[
+        list[TokenIds], Field(min_length=1)]
+    echo: bool = Field(default=False, json_schema_extra={"enum": [False]})
+    suffix: str | None = Field(default=None, json_schema_extra={"maxLength": 0})
 
     @field_validator("echo")
     @classmethod

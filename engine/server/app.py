@@ -14,6 +14,7 @@ from deltaserve.engine.server.context import ServingContext
 from deltaserve.engine.server.errors import install_error_handlers
 from deltaserve.engine.server.limits import ServerLimits
 from deltaserve.engine.server.metrics import ServerMetrics
+from deltaserve.engine.server.openapi import install_openapi
 from deltaserve.engine.server.prepare import PromptPreparer
 
 
@@ -42,6 +43,7 @@ def create_app(engine: Any, *, served_model_name: str | None = None,
     app.state.serving = serving
     app.state.async_engine = async_engine  # for tests and tools that reach the engine behind a running app
     install_error_handlers(app)
+    install_openapi(app, serving)
     app.include_router(routes_openai.router)
     app.include_router(routes_ops.router)
     return app

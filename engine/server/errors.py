@@ -35,9 +35,10 @@ _TYPE_NAMES = frozenset({"str", "int", "float", "bool", "none", "list", "dict"})
 
 
 def _is_type_tag(segment: Any) -> bool:
-    """Whether a location segment names a union member ('str', 'list[int]', 'TextPart') rather than a field:
-    request fields are snake_case, pydantic names a member by its type."""
-    return isinstance(segment, str) and (segment in _TYPE_NAMES or "[" in segment or segment[:1].isupper())
+    """Whether a location segment names a union member ('str', 'list[int]', 'constrained-str', 'TextPart')
+    rather than a field: request fields are snake_case, pydantic names a member by its type."""
+    return isinstance(segment, str) and (segment in _TYPE_NAMES or segment[:1].isupper()
+                                         or any(c in segment for c in "[-"))
 
 
 def _loc(error: Any) -> tuple:

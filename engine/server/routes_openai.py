@@ -23,19 +23,26 @@ from deltaserve.engine.openai_protocol import (
 from deltaserve.engine.server.choices import submit
 from deltaserve.engine.server.chunks import ChatChunks, TextChunks
 from deltaserve.engine.server.context import Serving
+from deltaserve.engine.server.openapi import error_responses, request_body
 from deltaserve.engine.server.requests import read_request
 from deltaserve.engine.server.streaming import event_stream, run_to_end
 
 router = APIRouter()
 
+# With stream: true, server-sent events: each data field one JSON chunk, the last one "[DONE]".
+SSE = {"text/event-stream": {"schema": {"type": "object", "required": ["data"],
+                                        "properties": {"data": {"type": "string"}}}}}
+GENERATION_ERRORS = error_responses(400, 404, 413, 499, 500, 503)
 
-@router.get("/v1/models")
+
+@router.get("/v1/models", responses=error_responses(500))
 async def models(ctx: Serving) -> ModelList:
     card = ModelCard(id=ctx.model_name, created=ctx.started, max_model_len=ctx.engine.max_model_len)
     return ModelList(data=[card])
 
 
-@router.post("/v1/chat/completions")
+@router.post("/v1/chat/completions", openapi_extra=request_body(ChatCompletionRequest),
+             responses={200: {"model": ChatCompletionResponse, "content": SSE}, **GENERATION_ERRORS})
 async def chat_completions(request: Request, ctx: Serving) -> Response:
     arrived = time.perf_counter()
     req = await read_request(request, ChatCompletionRequest, ctx)
@@ -52,7 +59,8 @@ async def chat_completions(request: Request, ctx: Serving) -> Response:
     return JSONResponse(response.model_dump())
 
 
-@router.post("/v1/completions")
+@router.post("/v1/completions", openapi_extra=request_body(CompletionRequest),
+             responses={200: {"model": CompletionResponse, "content": SSE}, **GENERATION_ERRORS})
 async def completions(request: Request, ctx: Serving) -> Response:
     arrived = time.perf_counter()
     req = await read_request(request, CompletionRequest, ctx)

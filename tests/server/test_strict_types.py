@@ -30,7 +30,7 @@ COERCED = [
     ("model_number", CHAT, {**GOOD, "model": 7}, "model"),
     ("bool_token_ids", TEXT, {**PROMPT, "prompt": [True, False]}, "prompt"),
     ("bool_in_token_id_batch", TEXT, {**PROMPT, "prompt": [[1, 2], [True]]}, "prompt"),
-    ("float_token_ids", TEXT, {**PROMPT, "prompt": [1.0, 2.0]}, "prompt"),
+    ("fractional_token_ids", TEXT, {**PROMPT, "prompt": [1.5, 2.0]}, "prompt"),
     ("negative_token_id", TEXT, {**PROMPT, "prompt": [3, -1]}, "prompt"),
 ]
 
@@ -51,12 +51,16 @@ def test_a_token_id_list_that_fits_no_form_says_why_each_refused(http):
 
 
 def test_the_right_types_still_pass(http):
-    """Integers where a number is asked, real booleans, token ids and batches of them."""
+    """Integers where a number is asked, whole numbers where an integer is (JSON has one number type), real
+    booleans, token ids and batches of them."""
     r = http.post(CHAT, json={**GOOD, "stream": False, "temperature": 1, "top_p": 1, "ignore_eos": True,
                               "seed": -(2**63)})
     assert r.status_code == 200 and r.json()["usage"]["completion_tokens"] == 3
     r = http.post(TEXT, json={**PROMPT, "prompt": [[1, 2], [3]]})
     assert r.status_code == 200 and len(r.json()["choices"]) == 2
+    r = http.post(TEXT, json={**PROMPT, "prompt": [1.0, 2.0], "max_tokens": 2.0, "ignore_eos": True})
+    assert r.status_code == 200 and r.json()["usage"] == {**r.json()["usage"], "prompt_tokens": 2,
+                                                          "completion_tokens": 2}
 
 
 def test_openai_client_gets_a_bad_request_error(openai_client):
