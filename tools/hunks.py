@@ -257,7 +257,7 @@ def _excerpt_starts(index: LineIndex, src: list[str], n: int) -> list[int]:
     """Window starts worth scoring for the closest excerpt in a long file: those sharing the most stripped
     lines with the source, else the most words; at most MAX_EXCERPT_WINDOWS of them."""
     votes: dict[int, int] = {}
-    table = index.positions("indent")
+    table = index.positions()
     for s in {s.strip() for s in src if s.strip()}:
         for i in table.get(s, ()):
             for j in range(n):
@@ -326,12 +326,13 @@ def _locate_ignoring_blank_lines(index: LineIndex, hunk: Hunk, taken: TakenRange
     if len(keys) < 2:
         return None
     file_lines, stripped = index.lines, index.keys("indent")
-    nb_idx, table = index.nonblank()
+    nb_idx, rank = index.nonblank()
+    table = index.positions()
     lists = [table.get(k, []) for k in keys]
     anchor = min(range(len(keys)), key=lambda t: len(lists[t]))
     cands, nb_of = [], {}
     for p in lists[anchor]:
-        j = p - anchor
+        j = rank[p] - anchor
         if j < 0 or j + len(keys) > len(nb_idx):
             continue
         if all(stripped[nb_idx[j + t]] == k for t, k in enumerate(keys)):

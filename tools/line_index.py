@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import bisect
 import re
+from collections import defaultdict
 from collections.abc import Callable
 
 WORD = re.compile(r"\w+")
@@ -59,13 +60,14 @@ class TakenRanges:
 
 
 class LineIndex:
-    """One file's lines, with each matching key computed once and positions looked up by key."""
+    """One file's lines, with each matching key computed once, and line positions by stripped text (the
+    loosest key: an exact or rstrip match is a stripped match too, so one table serves all three)."""
 
     def __init__(self, lines: list[str]):
         self.lines = lines
-        self._keys: dict[str, list[str]] = {}
-        self._positions: dict[str, dict[str, list[int]]] = {}
-        self._stripped_nonblank: tuple[list[int], dict[str, list[int]]] | None = None
+        self._keys: dict[str, list[str]] = {"exact": lines}
+        self._positions: dict[str, list[int]] | None = None
+        self._nonblank: tuple[list[int], list[int]] | None = None
 
     def keys(self, name: str) -> list[str]:
         if name not in self._keys:
@@ -73,41 +75,45 @@ class LineIndex:
             self._keys[name] = [key(x) for x in self.lines]
         return self._keys[name]
 
-    def positions(self, name: str) -> dict[str, list[int]]:
-        """key -> the (ascending) line positions whose key it is."""
-        if name not in self._positions:
-            table: dict[str, list[int]] = {}
-            for i, k in enumerate(self.keys(name)):
-                table.setdefault(k, []).append(i)
-            self._positions[name] = table
-        return self._positions[name]
+    def positions(self) -> dict[str, list[int]]:
+        """stripped text -> the (ascending) positions of the lines that strip to it."""
+        if self._positions is None:
+            table: defaultdict[str, list[int]] = defaultdict(list)
+            for i, k in enumerate(self.keys("indent")):
+                table[k].append(i)
+            self._positions = dict(table)
+        return self._positions
 
     def runs(self, name: str, src: list[str], taken: TakenRanges) -> list[int]:
         """Ascending starts where the source's keys equal a run of the file's keys, not colliding with
-        `taken`. Candidates come from the positions of the source's rarest key."""
-        keys = self.keys(name)
-        table = self.positions(name)
-        wanted = [KEYS[name](x) for x in src]
+        `taken`. Candidates come from the positions of the source's rarest stripped line."""
+        table = self.positions()
+        key = KEYS[name]
+        wanted = [key(x) for x in src]
         n = len(wanted)
-        lists = [table.get(k, []) for k in wanted]
+        lists = [table.get(x.strip(), []) for x in src]
         anchor = min(range(n), key=lambda j: len(lists[j]))
+        keys = self.keys(name) if name != "rstrip" else None  # rstrip: computed for candidates only
         starts = []
         for p in lists[anchor]:
             s = p - anchor
-            if 0 <= s <= len(keys) - n and keys[s : s + n] == wanted and not taken.overlaps(s, n):
+            if s < 0 or s > len(self.lines) - n or taken.overlaps(s, n):
+                continue
+            window = keys[s : s + n] if keys is not None else [key(x) for x in self.lines[s : s + n]]
+            if window == wanted:
                 starts.append(s)
         return starts
 
-    def nonblank(self) -> tuple[list[int], dict[str, list[int]]]:
-        """(positions of non-blank lines, stripped text -> indexes into that list)."""
-        if self._stripped_nonblank is None:
+    def nonblank(self) -> tuple[list[int], list[int]]:
+        """(positions of the non-blank lines, and for each line its index in that list; -1 if blank)."""
+        if self._nonblank is None:
             stripped = self.keys("indent")
             idx = [i for i, s in enumerate(stripped) if s]
-            table: dict[str, list[int]] = {}
+            rank = [-1] * len(stripped)
             for j, i in enumerate(idx):
-                table.setdefault(stripped[i], []).append(j)
-            self._stripped_nonblank = (idx, table)
-        return self._stripped_nonblank
+                rank[i] = j
+            self._nonblank = (idx, rank)
+        return self._nonblank
 
     def sharing_words(self, words: set[str]) -> dict[int, int]:
         """line position -> how many of `words` (3+ characters) it contains; one regex pass, for error
