@@ -31,6 +31,7 @@ from deltaserve.tools.workspace import Workspace
 class AgentEvalConfig:
     models: list[str] = field(default_factory=lambda: [DEFAULT_MODEL])
     formats: list[str] = field(default_factory=lambda: ["udiff", "search_replace", "whole"])
+    candidates: list[int] = field(default_factory=lambda: [1])  # replies per step; each count is a run
     task_ids: list[str] | None = None
     max_steps: int = 4  # per run; fewer than the agent's own default, the suite is long
     max_tokens: int = AgentConfig.model_fields["max_tokens"].default
@@ -42,11 +43,11 @@ class AgentEvalConfig:
     run_kwargs: Callable[[Task, str, str], dict] | None = None
 
 
-def run_key(row: dict) -> tuple[str, str, str]:
-    return row["task"], row["model"], row["format"]
+def run_key(row: dict) -> tuple[str, str, str, int]:
+    return row["task"], row["model"], row["format"], row.get("candidates", 1)
 
 
-def done_runs(results: Path) -> set[tuple[str, str, str]]:
+def done_runs(results: Path) -> set[tuple[str, str, str, int]]:
     """Runs already recorded without an error (an errored run is tried again)."""
     if not results.is_file():
         return set()
@@ -66,12 +67,14 @@ def restore_tests(task: Task, repo: Path) -> None:
             shutil.copy2(src, repo / rel)
 
 
-def run_one(task: Task, model: str, fmt: str, config: AgentEvalConfig, logs: Path) -> dict:
-    row = {"kind": "agent", "task": task.id, "model": model, "format": fmt, "solved": False, "steps": 0,
-           "prompt_tokens": 0, "cached_tokens": None, "completion_tokens": 0, "whole_file_tokens": 0,
-           "decode_saved": 0, "decode_passes": None, "est_seconds_saved": None, "stopped": "", "error": None}
+def run_one(task: Task, model: str, fmt: str, config: AgentEvalConfig, logs: Path,
+            candidates: int = 1) -> dict:
+    row = {"kind": "agent", "task": task.id, "model": model, "format": fmt, "candidates": candidates,
+           "solved": False, "steps": 0, "prompt_tokens": 0, "cached_tokens": None, "completion_tokens": 0,
+           "whole_file_tokens": 0, "decode_saved": 0, "decode_passes": None, "decode_passes_saved": None,
+           "est_seconds_saved": None, "stopped": "", "error": None}
     extra = config.run_kwargs(task, model, fmt) if config.run_kwargs else {}
-    name = f"{task.id}__{model.replace('/', '_')}__{fmt}"
+    name = f"{task.id}__{model.replace('/', '_')}__{fmt}" + (f"__n{candidates}" if candidates > 1 else "")
     started = time.perf_counter()
     with tempfile.TemporaryDirectory(prefix=f"agent-{task.id}-") as tmp, \
             (logs / f"{name}.log").open("w", encoding="utf-8") as log:
@@ -80,7 +83,7 @@ def run_one(task: Task, model: str, fmt: str, config: AgentEvalConfig, logs: Pat
         try:
             agent = Agent(repo, task.spec.description, test_cmd=command, model=model, edit_format=fmt,
                           max_steps=config.max_steps, max_tokens=config.max_tokens, api_base=config.api_base,
-                          allow_dirty=True, trace=logs / f"{name}.trace.jsonl",
+                          candidates=candidates, allow_dirty=True, trace=logs / f"{name}.trace.jsonl",
                           console=Console(file=log, width=160, force_terminal=False), **extra)
             report = agent.run()
         except Exception as exc:  # noqa: BLE001 - one broken run must not end the eval; it is recorded
@@ -89,7 +92,8 @@ def run_one(task: Task, model: str, fmt: str, config: AgentEvalConfig, logs: Pat
             row.update(steps=len(report.steps), prompt_tokens=report.prompt_tokens,
                        cached_tokens=report.cached_tokens, completion_tokens=report.completion_tokens,
                        whole_file_tokens=report.whole_file_tokens, decode_saved=report.decode_saved,
-                       decode_passes=report.decode_passes, est_seconds_saved=report.est_seconds_saved,
+                       decode_passes=report.decode_passes, decode_passes_saved=report.decode_passes_saved,
+                       est_seconds_saved=report.est_seconds_saved,
                        stopped=report.stopped)
             restore_tests(task, repo)
             row["solved"] = run_tests(Workspace(repo), command, env=TEST_ENV).ok
@@ -105,13 +109,13 @@ def run_agent_eval(config: AgentEvalConfig) -> dict:
     logs.mkdir(parents=True, exist_ok=True)
     results = out_dir / "results.jsonl"
     done = done_runs(results)
-    todo = [(t, m, f) for t in tasks for m in config.models for f in config.formats
-            if (t.id, m, f) not in done]
+    todo = [(t, m, f, n) for t in tasks for m in config.models for f in config.formats
+            for n in config.candidates if (t.id, m, f, n) not in done]
     with progress_bar(config.progress) as progress:
         bar = progress.add_task("agent eval", total=len(todo))
-        for task, model, fmt in todo:
-            progress.update(bar, description=f"{task.id} · {model} · {fmt}")
-            append_row(results, run_one(task, model, fmt, config, logs))
+        for task, model, fmt, n in todo:
+            progress.update(bar, description=f"{task.id} · {model} · {fmt} · x{n}")
+            append_row(results, run_one(task, model, fmt, config, logs, n))
             progress.advance(bar)
     rows = load_rows(results)
     paths = write_report(rows, out_dir)

@@ -240,32 +240,38 @@ def replay_table(rows: list[dict]) -> str:
 
 
 def agent_runs(rows: list[dict]) -> list[dict]:
-    """Agent rows, one per task x model x format (a resumed run that retried an error: the last row wins)."""
-    latest = {(r["task"], r["model"], r["format"]): r for r in rows_of(rows, "agent")}
-    return sorted(latest.values(), key=lambda r: (r["task"], r["model"], r["format"]))
+    """Agent rows, one per task x model x format x candidates (a resumed run that retried an error: the last
+    row wins)."""
+    latest = {(r["task"], r["model"], r["format"], r.get("candidates", 1)): r for r in rows_of(rows, "agent")}
+    return sorted(latest.values(), key=lambda r: (r["task"], r["model"], r["format"], r.get("candidates", 1)))
 
 
 def agent_summary_rows(rows: list[dict]) -> list[dict]:
+    """Per model x format x candidates: solve rate, and per solved task the median decode tokens, decode
+    passes and whole-file tokens (a plain decode of the whole files: one pass per token, the baseline the
+    passes are measured against)."""
     groups: dict[tuple, list[dict]] = defaultdict(list)
     for r in agent_runs(rows):
-        groups[(r["model"], r["format"])].append(r)
+        groups[(r["model"], r["format"], r.get("candidates", 1))].append(r)
     out = []
-    for (model, fmt), rs in sorted(groups.items()):
-        out.append(
-            {
-                "model": model,
-                "format": fmt,
-                "runs": len(rs),
-                "solved": sum(1 for r in rs if r["solved"]),
-                "errors": sum(1 for r in rs if r.get("error")),
-                "mean steps": statistics.mean(r["steps"] for r in rs),
-                "prompt tokens": sum(r["prompt_tokens"] for r in rs),
-                "cached tokens": sum(r["cached_tokens"] or 0 for r in rs),
-                "completion tokens": sum(r["completion_tokens"] for r in rs),
-                "decode saved": sum(r["decode_saved"] for r in rs),
-                "wall s": sum(r["wall_s"] for r in rs),
-            }
-        )
+    for (model, fmt, n), rs in sorted(groups.items()):
+        solved = [r for r in rs if r["solved"]]
+        passes = _median(r.get("decode_passes") for r in solved)
+        whole_tokens = _median(r["whole_file_tokens"] for r in solved)
+        out.append({
+            "model": model, "format": fmt, "candidates": n, "runs": len(rs), "solved": len(solved),
+            "solve rate": len(solved) / len(rs), "errors": sum(1 for r in rs if r.get("error")),
+            "mean steps": statistics.mean(r["steps"] for r in rs),
+            "median decode tokens (solved)": _median(r["completion_tokens"] for r in solved),
+            "median decode passes (solved)": passes,
+            "median whole-file tokens (solved)": whole_tokens,
+            "median whole/passes (solved)": _median(_ratio(r["whole_file_tokens"], r.get("decode_passes"))
+                                                    for r in solved),
+            "decode saved": sum(r["decode_saved"] for r in rs),
+            "passes saved": sum(r.get("decode_passes_saved") or 0 for r in rs),
+            "median wall s": _median(r["wall_s"] for r in rs),
+            "wall s": sum(r["wall_s"] for r in rs),
+        })
     return out
 
 
@@ -274,15 +280,17 @@ def agent_table(rows: list[dict]) -> str:
     if not summary:
         return ""
     header = list(summary[0])
-    body = [[_fmt(v, 1) if not isinstance(v, str) else v for v in s.values()] for s in summary]
+    body = [[_fmt(v, 2) if not isinstance(v, str) else v for v in s.values()] for s in summary]
     per_run = _md_table(
-        ["task", "model", "format", "solved", "steps", "prompt", "cached", "completion", "decode saved",
-         "wall s", "error"],
+        ["task", "model", "format", "candidates", "solved", "steps", "prompt", "cached", "completion",
+         "passes", "whole-file", "decode saved", "passes saved", "wall s", "stopped / error"],
         [
             [
-                r["task"], r["model"], r["format"], _fmt(bool(r["solved"])), str(r["steps"]),
-                _fmt(r["prompt_tokens"]), _fmt(r["cached_tokens"]), _fmt(r["completion_tokens"]),
-                _fmt(r["decode_saved"]), _fmt(r["wall_s"], 1), (r.get("error") or "")[:80],
+                r["task"], r["model"], r["format"], str(r.get("candidates", 1)), _fmt(bool(r["solved"])),
+                str(r["steps"]), _fmt(r["prompt_tokens"]), _fmt(r["cached_tokens"]),
+                _fmt(r["completion_tokens"]), _fmt(r.get("decode_passes")), _fmt(r["whole_file_tokens"]),
+                _fmt(r["decode_saved"]), _fmt(r.get("decode_passes_saved")), _fmt(r["wall_s"], 1),
+                (r.get("error") or r.get("stopped") or "")[:80],
             ]
             for r in agent_runs(rows)
         ],
@@ -357,20 +365,26 @@ def _finish_log_x(plt, fig, ax, path: Path, xlabel: str, ylabel: str, title: str
 
 
 def plot_agent(rows: list[dict], path: Path) -> Path:
+    """Solve rate, and per solved task the median decode passes beside the whole-file tokens (the passes a
+    plain whole-file decode would run), per model x format x candidates."""
     plt = _plt()
     summary = agent_summary_rows(rows)
-    labels = [f"{s['model']}\n{s['format']}" for s in summary]
-    fig, (ax1, ax2) = plt.subplots(1, 2, figsize=(10, 4.5))
-    ax1.bar(labels, [s["solved"] / s["runs"] for s in summary])
+    labels = [f"{s['model'].split('/')[-1]}\n{s['format']} x{s['candidates']}" for s in summary]
+    fig, (ax1, ax2) = plt.subplots(1, 2, figsize=(11, 4.5))
+    ax1.bar(labels, [s["solve rate"] for s in summary])
     ax1.set_ylim(0, 1)
-    ax1.set_ylabel("solved rate")
-    ax2.bar(labels, [s["completion tokens"] for s in summary], label="completion tokens")
-    ax2.bar(labels, [s["decode saved"] for s in summary], alpha=0.6, label="decode saved vs whole")
-    ax2.set_ylabel("tokens (sum over runs)")
+    ax1.set_ylabel("solve rate")
+    xs = range(len(summary))
+    ax2.bar([x - 0.2 for x in xs], [s["median decode passes (solved)"] or 0 for s in summary], width=0.4,
+            label="decode passes run")
+    ax2.bar([x + 0.2 for x in xs], [s["median whole-file tokens (solved)"] or 0 for s in summary], width=0.4,
+            label="whole file, plain decode")
+    ax2.set_xticks(list(xs), labels)
+    ax2.set_ylabel("median per solved task")
     ax2.legend()
     for ax in (ax1, ax2):
         ax.tick_params(axis="x", labelsize=7)
-    fig.suptitle("Agent eval")
+    fig.suptitle("Agent eval: solve rate and decode passes (passes saved = whole file - passes run)")
     fig.tight_layout()
     fig.savefig(path, dpi=110)
     plt.close(fig)

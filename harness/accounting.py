@@ -13,6 +13,7 @@ from pathlib import Path
 
 from pydantic import BaseModel, computed_field
 
+from deltaserve.harness.candidates import CandidateOutcome
 from deltaserve.harness.formats import whole
 from deltaserve.harness.prefix_monitor import PrefixBreak
 
@@ -76,6 +77,13 @@ class _Savings(BaseModel):
         # negative when the edit cost more than `whole`
         return self.whole_file_tokens - self.completion_tokens
 
+    @computed_field
+    @property
+    def decode_passes_saved(self) -> int | None:
+        # with drafting a reply costs its decode passes, not its tokens; the counterfactual is a plain decode
+        # of the whole files, one pass per token. None: the provider did not report its passes.
+        return None if self.decode_passes is None else self.whole_file_tokens - self.decode_passes
+
 
 class StepReport(_Savings):
     step: int
@@ -99,10 +107,12 @@ class StepReport(_Savings):
 
     apply: ApplyOutcome | None = None
     tests: TestOutcome | None = None
-    reply: str = ""
+    reply: str = ""  # the reply kept (with several candidates: the one chosen)
     # where this step's prompt stopped extending the previous prompt + reply (harness/prefix_monitor.py);
     # None: it extended it (or step 1, or no tokenizer to check with)
     prefix_break: PrefixBreak | None = None
+    # with several candidates, each one's outcome on its scratch copy; the token counts above cover them all
+    candidates: list[CandidateOutcome] = []
 
     @classmethod
     def from_completion(cls, completion, **fields) -> StepReport:

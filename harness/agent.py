@@ -6,6 +6,7 @@ JSONL trace are two; with none the agent runs silently."""
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -14,8 +15,10 @@ from rich.console import Console
 from deltaserve.errors import DeltaserveError, NoChangesError, ToolError
 from deltaserve.harness import accounting, client, context, feedback, formats, local_provider, lookups
 from deltaserve.harness.accounting import ApplyOutcome, RunReport, StepReport, TestOutcome
+from deltaserve.harness.candidates import CandidateOutcome, choose, try_reply
 from deltaserve.harness.config import AgentConfig, default_test_cmd
 from deltaserve.harness.console_view import ConsoleView
+from deltaserve.harness.edit_checks import refusal
 from deltaserve.harness.events import AgentObserver, RunStart, StepDetails
 from deltaserve.harness.formats import whole
 from deltaserve.harness.prefix_monitor import PrefixBreak, PrefixMonitor, chat_prompt_ids, reply_ids
@@ -24,7 +27,7 @@ from deltaserve.harness.task_prompt import first_prompt
 from deltaserve.harness.tokens import TokenCounter
 from deltaserve.harness.trace import TraceWriter
 from deltaserve.harness.workspace_guard import Snapshot, check_clean
-from deltaserve.tools.tests import is_test_path, run_tests
+from deltaserve.tools.tests import run_tests
 from deltaserve.tools.workspace import Workspace
 
 # formats whose replies re-type old code, which a prediction of that code drafts
@@ -72,12 +75,31 @@ class Agent:
         return self._counter(text)
 
     def complete(self, messages: list[dict], prediction: str | None, step: int = 1):
+        """One reply, or with `candidates` > 1 that many (Completion.texts), sampled: identical candidates
+        would be worthless."""
         c = self.config
         sampling = {"temperature": c.temperature}
         if self.resampling:  # greedy decoding would write the repeated reply again
             sampling = {"temperature": max(c.temperature, c.resample_temperature), "seed": step}
-        return self._complete(model=c.model, messages=messages, max_tokens=c.max_tokens, api_base=c.api_base,
-                              prediction=prediction, **sampling, **self.completion_kwargs)
+        call = dict(model=c.model, messages=messages, max_tokens=c.max_tokens, api_base=c.api_base,
+                    prediction=prediction, **self.completion_kwargs)
+        if c.candidates == 1:
+            return self._complete(**call, **sampling)
+        sampling = {"temperature": max(c.temperature, c.resample_temperature), "seed": step * c.candidates}
+        return client.complete_candidates(c.candidates, **call, **sampling, call=self._complete)
+
+    def pick(self, reply) -> tuple[client.Completion, list[CandidateOutcome]]:
+        """The candidate to keep (as `reply` with its text) and every candidate's outcome."""
+        if len(reply.texts) < 2:
+            return reply, []
+
+        def trial(text: str):
+            return try_reply(self.format, text, self.workspace.root, self.test_cmd, self.config.test_timeout,
+                             self.config.allow_test_edits)
+
+        per_choice = (reply.metrics or {}).get("choices")
+        index, outcomes = choose(reply.texts, trial, self.replies, per_choice)
+        return replace(reply, text=reply.texts[index]), outcomes
 
     def run_tests(self):
         return run_tests(self.workspace, self.test_cmd, timeout=self.config.test_timeout)
@@ -174,9 +196,12 @@ class Agent:
                 if "connection error" in str(exc).lower() and self.config.api_base:
                     stopped += f" (is a server listening at {self.config.api_base}?)"
                 return stopped
+            reply, tried = self.pick(reply)
             prompt.add_reply(reply.text)
             self.watch_reply(reply.text)
             step_report, details = self.act(step, reply)
+            if tried:
+                step_report = step_report.model_copy(update={"candidates": tried})
             prompt.add_feedback(details.feedback)
             step_report = self.with_rates(step_report, report.steps).model_copy(
                 update={"prefix_break": prefix_break})
@@ -211,7 +236,7 @@ class Agent:
         try:
             # raises before anything is written
             preview = self.format.apply(edits, self.workspace, dry_run=True)
-            refused = self.refusal(preview)
+            refused = refusal(preview, self.workspace, self.config.allow_test_edits)
             if refused is not None:
                 outcome, told = refused
                 applied = ApplyOutcome(ok=False, error=told, dry_run=dry_run)
@@ -236,20 +261,6 @@ class Agent:
         if earlier is not None:
             self.resampling = True
         return earlier
-
-    def refusal(self, preview) -> tuple[str, str] | None:
-        """(outcome, feedback) for edits refused before anything is written: edits to test files (unless
-        allowed) and edits that change nothing."""
-        tests = [p for p in preview.files_changed if is_test_path(p)]
-        if tests and not self.config.allow_test_edits:
-            return "test edit refused", feedback.test_edits_refused(tests)
-        def same(path: str, text: str | None) -> bool:
-            return text is not None and self.workspace.exists(path) and self.workspace.read_text(path) == text
-
-        changed = [p for p, text in preview.new_contents.items() if not same(p, text)]
-        if not changed:
-            return "no-op edit", feedback.no_op_edits(list(preview.new_contents) or ["the files"])
-        return None
 
     def _applied(self, result, make) -> tuple[StepReport, StepDetails]:
         """Edits that were applied (or previewed): run the tests and report."""

@@ -9,7 +9,7 @@ Fields a provider does not report are None, never guessed.
 from __future__ import annotations
 
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 import litellm
@@ -18,7 +18,7 @@ import litellm
 # callers.
 from deltaserve.harness.local_provider import local_engine, register_local_engine
 
-__all__ = ["Completion", "complete", "local_engine", "register_local_engine"]
+__all__ = ["Completion", "complete", "complete_candidates", "local_engine", "register_local_engine"]
 
 
 @dataclass
@@ -36,6 +36,12 @@ class Completion:
     rejected_draft_tokens: int | None
     latency_s: float
     metrics: dict | None = None  # the server's `metrics` extension object, as sent
+    # every reply when several were asked for (texts[0] is `text`); the token counts above are their sums,
+    # with the shared prompt counted once
+    texts: list[str] = field(default_factory=list)
+
+    def __post_init__(self) -> None:
+        self.texts = self.texts or [self.text]
 
 
 def _get(obj: Any, name: str) -> Any:
@@ -76,9 +82,42 @@ def complete(model: str, messages: list[dict], max_tokens: int = 512, api_base: 
         latency = time.perf_counter() - t0
         choice = response.choices[0]
         metrics = _find_metrics(response)
-        return _completion(model, choice.message.content or "", choice.finish_reason, response.usage, metrics,
-                           latency, ttft_s=None, decode_s=None)
+        result = _completion(model, choice.message.content or "", choice.finish_reason, response.usage,
+                             metrics, latency, ttft_s=None, decode_s=None)
+        result.texts = [c.message.content or "" for c in response.choices]
+        return result
     return _streamed(model, call, t0)
+
+
+def complete_candidates(n: int, model: str, messages: list[dict], call=None, **kwargs: Any) -> Completion:
+    """`n` replies of one prompt as one Completion (`texts`). One request with OpenAI's `n` (our local
+    engine decodes them in one continuous batch); a provider that sends fewer choices gets the rest as
+    further requests of the same prompt, whose prefill a prefix cache can serve. Counted honestly: the
+    prompt once, as cached only what no request computed, every reply's decode tokens and passes. `call`
+    replaces `complete` (a scripted model)."""
+    call = call or complete
+    first = call(model=model, messages=messages, n=n, **kwargs)
+    more = [call(model=model, messages=messages, **{**kwargs, "seed": (kwargs.get("seed") or 0) + i})
+            for i in range(len(first.texts), n)]
+    return _combined(first, more) if more else first
+
+
+def _combined(first: Completion, more: list[Completion]) -> Completion:
+    everyone = [first, *more]
+
+    def total(name: str):
+        values = [getattr(c, name) for c in everyone]
+        return None if any(v is None for v in values) else sum(values)
+
+    computed = [None if c.cached_tokens is None or c.prompt_tokens is None
+                else c.prompt_tokens - c.cached_tokens for c in everyone]
+    cached = None if None in computed else first.prompt_tokens - sum(computed)
+    return replace(first, cached_tokens=cached, completion_tokens=total("completion_tokens"),
+                   decode_s=total("decode_s"), decode_passes=total("decode_passes"),
+                   accepted_draft_tokens=total("accepted_draft_tokens"),
+                   rejected_draft_tokens=total("rejected_draft_tokens"),
+                   latency_s=sum(c.latency_s for c in everyone),
+                   texts=[t for c in everyone for t in c.texts])
 
 
 def _streamed(model: str, call: dict[str, Any], t0: float) -> Completion:

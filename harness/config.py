@@ -46,10 +46,14 @@ class AgentConfig(BaseModel):
     """Characters of all context files together at most."""
     output_tail_chars: int = Field(default=feedback.OUTPUT_TAIL_CHARS, ge=1)
     """Characters of test output shown to the model (its tail, where pytest's summary is)."""
+    candidates: int = Field(default=1, ge=1)
+    """Replies asked for per step (sampled at resample_temperature when > 1), each tried on a scratch copy
+    of the workspace; the first that makes the tests pass is kept, else the one failing fewest tests."""
     allow_test_edits: bool = False
     """Let the model edit test files (otherwise such edits are refused before anything is written)."""
     resample_temperature: float = Field(default=0.7, gt=0.0)
-    """Temperature of the calls after a reply repeated an earlier one (each with a new seed)."""
+    """Temperature of the calls after a reply repeated an earlier one, and of every call with several
+    candidates (each with a new seed)."""
     history_room: int = Field(default=1024, ge=0)
     """Tokens kept free beyond one reply in a local model's window for the feedback of later steps: the
     first prompt's context caps shrink until prompt + max_tokens + history_room fit."""

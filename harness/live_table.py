@@ -9,8 +9,8 @@ from rich.table import Table
 from deltaserve.harness.accounting import RunReport, StepReport
 
 COLUMNS = ["step", "action", "prompt", "cached", "completion", "passes", "whole-file", "decode saved",
-           "TTFT s", "decode s", "outcome"]
-MIN_WIDTH = 150  # the columns need this much; a log file or pipe gets it (rich would assume 80)
+           "passes saved", "TTFT s", "decode s", "outcome"]
+MIN_WIDTH = 165  # the columns need this much; a log file or pipe gets it (rich would assume 80)
 
 
 def _n(value) -> str:
@@ -21,7 +21,7 @@ def _n(value) -> str:
 
 def row(r: StepReport | RunReport, label: str, action: str, outcome: str) -> list[str]:
     figures = (r.prompt_tokens, r.cached_tokens, r.completion_tokens, r.decode_passes, r.whole_file_tokens,
-               r.decode_saved, r.ttft_s, r.decode_s)
+               r.decode_saved, r.decode_passes_saved, r.ttft_s, r.decode_s)
     return [label, action, *map(_n, figures), outcome]
 
 

@@ -146,10 +146,43 @@ def _run_local_unmapped(name: str, messages: list, optional_params: dict) -> Ite
                 eng.step()
 
 
-def _usage_and_metrics(m: Any) -> tuple[dict, dict]:
+def _run_local_n(name: str, messages: list, optional_params: dict, n: int) -> list[Any]:
+    """The final RequestOutputs of `n` samples of one prompt, decoded in one continuous batch. The first
+    request runs its prefill alone, so the others find the prompt in the prefix cache and compute only what
+    it lacks; request i samples with seed + i (a given seed still gives distinct, reproducible samples)."""
+    eng = local_engine(name)
+    params, cache_salt = _sampling_params(optional_params)
+    ids = eng.apply_chat_template(messages)
+    with _engine_locks[name]:
+        rids = [eng.add_request(ids, params, cache_salt=cache_salt)]
+        try:
+            first = eng.requests[rids[0]]
+            done = []
+            while first.num_output_tokens == 0 and eng.has_unfinished():
+                done += [out for out in eng.step() if out.finished]
+            for i in range(1, n):
+                seed = None if params.seed is None else params.seed + i
+                rids.append(eng.add_request(ids, params.model_copy(update={"seed": seed}),
+                                            cache_salt=cache_salt))
+            if done:  # the first request finished in its prefill step (max_tokens=1)
+                return [done[0], *eng.step_until_idle(rids[1:])]
+            return eng.step_until_idle(rids)
+        finally:
+            for rid in rids:
+                eng.abort(rid)
+            while eng.has_unfinished():
+                eng.step()
+
+
+def _usage_and_metrics(outputs: list[Any]) -> tuple[dict, dict]:
     """The `usage` block (less the reasoning_tokens litellm leaves unset) and `metrics` object the server
-    sends."""
-    usage, metrics = usage_and_metrics([(0, m)])
+    sends, for the choices of one prompt: its prompt counted once, every choice's decode tokens and passes
+    summed, and as cached only what no choice had to compute (the samples after the first share its
+    prefill through the prefix cache)."""
+    usage, metrics = usage_and_metrics([(0, m) for m in outputs])
+    if len(outputs) > 1:
+        usage.prompt_tokens_details.cached_tokens = metrics.cached_tokens = \
+            usage.prompt_tokens - metrics.prefill_tokens_computed
     return usage.model_dump(exclude={"completion_tokens_details": {"reasoning_tokens"}}), metrics.model_dump()
 
 
@@ -165,12 +198,24 @@ class LocalEngineLLM(CustomLLM):
     def completion(self, model: str, messages: list, api_base: str, custom_prompt_dict: dict,
                    model_response: ModelResponse, print_verbose: Any, encoding: Any, api_key: Any,
                    logging_obj: Any, optional_params: dict, *args: Any, **kwargs: Any) -> ModelResponse:
-        *_, last = _run_local(model, messages, optional_params)
-        _check(last)
+        n = int(optional_params.get("n") or 1)
+        if n > 1:
+            try:
+                outputs = _run_local_n(model, messages, optional_params, n)
+            except ValueError as exc:  # InvalidRequestError, bad sampling parameters
+                raise CustomLLMError(400, str(exc)) from exc
+        else:
+            *_, last = _run_local(model, messages, optional_params)
+            outputs = [last]
+        for out in outputs:
+            _check(out)
         model_response.model = f"{PREFIX}{model}"
-        model_response.choices = [Choices(index=0, finish_reason=last.finish_reason,
-                                          message=Message(role="assistant", content=last.text))]
-        usage, metrics = _usage_and_metrics(last.metrics)
+        model_response.choices = [Choices(index=i, finish_reason=out.finish_reason,
+                                          message=Message(role="assistant", content=out.text))
+                                  for i, out in enumerate(outputs)]
+        usage, metrics = _usage_and_metrics([out.metrics for out in outputs])
+        metrics["choices"] = [{"completion_tokens": out.metrics.completion_tokens,
+                               "decode_passes": out.metrics.decode_passes} for out in outputs]
         model_response.usage = Usage(**usage)
         model_response.metrics = metrics
         return model_response
@@ -183,7 +228,7 @@ class LocalEngineLLM(CustomLLM):
             chunk = {"text": out.new_text or "", "is_finished": out.finished,
                      "finish_reason": out.finish_reason or "", "usage": None, "index": 0}
             if out.finished:
-                usage, metrics = _usage_and_metrics(out.metrics)
+                usage, metrics = _usage_and_metrics([out.metrics])
                 chunk["usage"] = usage
                 chunk["provider_specific_fields"] = {"metrics": metrics}
             yield chunk

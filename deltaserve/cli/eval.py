@@ -73,7 +73,12 @@ def register(subparsers) -> None:
     ag = sub.add_parser("agent", help="run the agent on the suite per model x format (resumable)")
     ag.add_argument("--models", default=",".join(default(AgentEvalConfig, "models")),
                     help="comma-separated litellm model strings (default: %(default)s)")
-    ag.add_argument("--formats", default="udiff,search_replace,whole")
+    ag.add_argument("--formats", default=",".join(default(AgentEvalConfig, "formats")),
+                    help="comma-separated edit formats (default: %(default)s)")
+    ag.add_argument("--candidates", default=",".join(map(str, default(AgentEvalConfig, "candidates"))),
+                    help="comma-separated candidate counts per step, each a run (default: %(default)s)")
+    ag.add_argument("--threads", type=int, default=None, metavar="N",
+                    help="CPU threads for local/ engines (default: torch's)")
     ag.add_argument("--tasks", help="comma-separated task ids (default: all)")
     _add_tasks_dir(ag)
     ag.add_argument("--max-steps", type=int, default=default(AgentEvalConfig, "max_steps"))
@@ -137,10 +142,11 @@ def run_decode_cost(args) -> int:
 
 def run_agent(args) -> int:
     for model in _comma_list(args.models) or []:  # local/ engines built now, with the disk tier if asked
-        local_provider.load(model, **kv_cache_kwargs(args))
+        local_provider.load(model, num_threads=args.threads, **kv_cache_kwargs(args))
     config = AgentEvalConfig(
         models=_comma_list(args.models),
         formats=_comma_list(args.formats),
+        candidates=[int(n) for n in _comma_list(args.candidates)],
         task_ids=_comma_list(args.tasks),
         tasks_dir=args.tasks_dir,
         max_steps=args.max_steps,

@@ -50,6 +50,11 @@ def register(subparsers) -> None:
                    help="model calls at most (default: %(default)s)")
     p.add_argument("--max-tokens", type=int, default=default(AgentConfig, "max_tokens"), metavar="N",
                    help="tokens per reply at most (default: %(default)s)")
+    p.add_argument("--candidates", type=int, default=default(AgentConfig, "candidates"), metavar="N",
+                   help="replies per step, each tried on a scratch copy; the first that passes is kept "
+                        "(default: %(default)s)")
+    p.add_argument("--allow-test-edits", action="store_true",
+                   help="let the model edit test files (refused by default)")
     p.add_argument("--trace", type=Path, default=None, metavar="FILE",
                    help="write one JSON line per step (a StepReport) to FILE")
     p.add_argument("--threads", type=int, default=None, metavar="N",
@@ -69,8 +74,9 @@ def run(args: argparse.Namespace) -> int:
     if not args.path.is_dir():
         print(f"deltaserve fix: {args.path} is not a directory", file=sys.stderr)
         return 2
-    if args.max_steps < 1 or args.max_tokens < 1 or (args.threads is not None and args.threads < 1):
-        print("deltaserve fix: --max-steps, --max-tokens and --threads must be at least 1", file=sys.stderr)
+    if min(args.max_steps, args.max_tokens, args.candidates, args.threads or 1) < 1:
+        print("deltaserve fix: --max-steps, --max-tokens, --candidates and --threads must be at least 1",
+              file=sys.stderr)
         return 2
     if not (args.allow_dirty or args.copy):
         check_clean(args.path)  # before anything slow (loading a model, running the tests)
@@ -83,6 +89,7 @@ def run(args: argparse.Namespace) -> int:
         print(f"working on a copy: {workspace}")
     config = AgentConfig(model=args.model, edit_format=args.format, max_steps=args.max_steps,
                          max_tokens=args.max_tokens, api_base=args.api_base, test_cmd=args.test_cmd,
+                         candidates=args.candidates, allow_test_edits=args.allow_test_edits,
                          dry_run=args.dry_run, allow_dirty=args.allow_dirty or args.copy)  # a copy: ours
     agent = Agent(workspace, args.task, config, observers=[ConsoleView()], trace=args.trace)
     report = agent.run()

@@ -1,0 +1,66 @@
+"""Several candidates per step: each tried on a scratch copy, the passing one kept, all of them counted."""
+
+from __future__ import annotations
+
+import litellm
+
+from deltaserve.harness import Agent
+from deltaserve.harness.candidates import CandidateOutcome, choose
+from deltaserve.harness.client import complete
+
+MODEL = "openai/gpt-4o-mini"  # counted with litellm's bundled tokenizer; never called
+WRONG = "calc.py\n```python\ndef add(a, b):\n    return a * b\n```\n"
+NOOP = "calc.py\n```python\ndef add(a, b):\n    return a - b\n```\n"
+RIGHT = "calc.py\n```python\ndef add(a, b):\n    return a + b\n```\n"
+
+
+def scripted(texts: list[str], calls: list[dict]):
+    """One call answering with every text as a choice; usage as a provider would report it."""
+    def call(**kwargs):
+        calls.append(kwargs)
+        prompt = litellm.token_counter(model=MODEL, messages=kwargs["messages"])
+        choices = [{"index": i, "message": {"role": "assistant", "content": t}, "finish_reason": "stop"}
+                   for i, t in enumerate(texts)]
+        mock = {"choices": choices,
+                "usage": {"prompt_tokens": prompt, "completion_tokens": 20 * len(texts),
+                          "total_tokens": prompt + 20 * len(texts),
+                          "prompt_tokens_details": {"cached_tokens": 0}},
+                "metrics": {"decode_passes": 15 * len(texts),
+                            "choices": [{"completion_tokens": 20, "decode_passes": 15}] * len(texts)}}
+        kwargs = {k: v for k, v in kwargs.items() if k not in ("seed", "n")}
+        return complete(**kwargs, mock_response=mock)
+    return call
+
+
+def test_the_passing_candidate_is_kept_and_every_candidate_counted(project, quick_test_cmd, tmp_path):
+    calls: list[dict] = []
+    agent = Agent(project, "add() returns the wrong result", test_cmd=quick_test_cmd, model=MODEL,
+                  edit_format="symbol", candidates=3, max_steps=1, trace=tmp_path / "t.jsonl",
+                  complete=scripted([WRONG, NOOP, RIGHT], calls))
+    report = agent.run()
+    (step,) = report.steps
+    assert step.outcome == "tests pass" and step.reply == RIGHT
+    assert [c.outcome for c in step.candidates] == ["tests fail", "no-op edit", "tests pass"]
+    assert step.candidates[0].failing == 1
+    assert step.completion_tokens == 60 and step.decode_passes == 45  # all three decodes
+    assert step.decode_passes_saved == step.whole_file_tokens - 45
+    assert calls[0]["n"] == 3 and calls[0]["temperature"] > 0  # samples, not three greedy copies
+    assert (project / "calc.py").read_text().count("a + b") == 1  # only the kept edit reached the workspace
+    assert '"outcome":"no-op edit"' in (tmp_path / "t.jsonl").read_text()  # per-candidate outcomes traced
+
+
+def test_choose_stops_at_the_first_pass_and_else_takes_the_fewest_failing():
+    tried = []
+
+    def trial(text):
+        tried.append(text)
+        return {"a": ("tests fail", 3), "b": ("tests fail", 1), "c": ("apply failed", None),
+                "d": ("tests pass", 0)}[text]
+
+    index, outcomes = choose(["c", "a", "b"], trial, earlier=[])
+    assert index == 2 and [o.outcome for o in outcomes] == ["apply failed", "tests fail", "tests fail"]
+    index, outcomes = choose(["a", "d", "b", "a"], trial, earlier=["a"])
+    assert index == 1 and [o.outcome for o in outcomes] == ["repeated reply", "tests pass", "not tried",
+                                                             "not tried"]
+    passing, unrun = CandidateOutcome(index=1, outcome="tests pass"), CandidateOutcome(index=0, outcome="x")
+    assert passing.rank() < unrun.rank()
