@@ -113,6 +113,7 @@ class StepReport(_Savings):
     prefix_break: PrefixBreak | None = None
     # with several candidates, each one's outcome on its scratch copy; the token counts above cover them all
     candidates: list[CandidateOutcome] = []
+    format_reason: str | None = None  # `auto`: why this step's format was chosen (expected costs compared)
 
     @classmethod
     def from_completion(cls, completion, **fields) -> StepReport:

@@ -20,7 +20,8 @@ from deltaserve.harness.config import AgentConfig, default_test_cmd
 from deltaserve.harness.console_view import ConsoleView
 from deltaserve.harness.edit_checks import refusal
 from deltaserve.harness.events import AgentObserver, RunStart, StepDetails
-from deltaserve.harness.formats import whole
+from deltaserve.harness.format_choice import FormatPlan
+from deltaserve.harness.formats import auto, whole
 from deltaserve.harness.prefix_monitor import PrefixBreak, PrefixMonitor, chat_prompt_ids, reply_ids
 from deltaserve.harness.prompt import Prompt
 from deltaserve.harness.task_prompt import first_prompt
@@ -51,7 +52,10 @@ class Agent:
         self.task = task.strip()
         self.test_cmd = self.config.test_cmd or default_test_cmd()
         self.model = self.config.model
-        self.format = formats.get(self.config.edit_format)
+        # the format the prompt describes (`auto`: all of them) and the one of the current step
+        self.prompt_format = formats.get(self.config.edit_format)
+        self.format = self.prompt_format
+        self.plan: FormatPlan | None = None  # `auto`: the per-step choice (created when the model is known)
         self.observers: list[AgentObserver] = [*observers]
         if trace is not None:
             self.observers.append(TraceWriter(trace))
@@ -63,6 +67,7 @@ class Agent:
         self.snapshot = Snapshot(self.workspace)
         self.seen: list[str] = []  # files whose full text the model has seen (prediction source)
         self.replies: list[str] = []  # every reply so far, to catch one repeated verbatim
+        self.reason: str | None = None  # why `auto` chose the current step's format
         self.resampling = False  # set once a reply repeated an earlier one: sample from then on
         self.prompts: list[list[dict]] = []  # every prompt sent, for inspection and tests
         self._monitor: PrefixMonitor | None = None
@@ -94,7 +99,8 @@ class Agent:
             return reply, []
 
         def trial(text: str):
-            return try_reply(self.format, text, self.workspace.root, self.test_cmd, self.config.test_timeout,
+            fmt = self.prompt_format if self.plan else self.format  # `auto` reads any format's syntax
+            return try_reply(fmt, text, self.workspace.root, self.test_cmd, self.config.test_timeout,
                              self.config.allow_test_edits)
 
         per_choice = (reply.metrics or {}).get("choices")
@@ -120,7 +126,7 @@ class Agent:
         caps."""
 
         def build(scale: float):
-            return first_prompt(self.workspace, self.format, self.task, self.test_cmd, tests, scale,
+            return first_prompt(self.workspace, self.prompt_format, self.task, self.test_cmd, tests, scale,
                                 self.config)
 
         # scripted completions: no model at all, so no window to fit
@@ -157,6 +163,17 @@ class Agent:
                 self._monitor = PrefixMonitor.for_tokenizer(self._monitor_tokenizer)
         return self._monitor_tokenizer
 
+    def next_format(self) -> str:
+        """`auto`: choose the next reply's format from the files in play; the line naming it ("" else)."""
+        if self.prompt_format.name != "auto":
+            return ""
+        if self.plan is None:
+            self.plan = FormatPlan(self.count, local_provider.is_local(self.model) or self._scripted)
+        files = {p: self.workspace.read_text(p) for p in self.seen if self.workspace.exists(p)}
+        name, self.reason = self.plan.choose(files)
+        self.format = auto.MEMBERS[name]
+        return auto.format_note(name)
+
     def _notify(self, event: str, *args) -> None:
         for observer in self.observers:
             getattr(observer, event)(*args)
@@ -165,8 +182,8 @@ class Agent:
     def run(self) -> RunReport:
         if not self.config.allow_dirty and not self.config.dry_run:
             check_clean(self.workspace.root)
-        report = RunReport(model=self.model, edit_format=self.format.name)
-        self._notify("on_run_start", RunStart(str(self.workspace.root), self.model, self.format.name,
+        report = RunReport(model=self.model, edit_format=self.prompt_format.name)
+        self._notify("on_run_start", RunStart(str(self.workspace.root), self.model, self.prompt_format.name,
                                               self.test_cmd))
         try:
             initial = self.run_tests()
@@ -177,6 +194,7 @@ class Agent:
                 return report
             prompt, files = self.fitted_first_prompt(initial)
             self.seen = [f.path for f in files if not f.truncated]
+            prompt.add_to_task(self.next_format())
             report.stopped = self._steps(prompt, report)
             report.final_diff = self.snapshot.diff()
             return report
@@ -202,7 +220,10 @@ class Agent:
             step_report, details = self.act(step, reply)
             if tried:
                 step_report = step_report.model_copy(update={"candidates": tried})
-            prompt.add_feedback(details.feedback)
+            if self.plan is not None:
+                self.plan.record(step_report.edit_format, step_report.outcome)
+                step_report = step_report.model_copy(update={"format_reason": self.reason})
+            prompt.add_feedback("\n\n".join(filter(None, [details.feedback, self.next_format()])))
             step_report = self.with_rates(step_report, report.steps).model_copy(
                 update={"prefix_break": prefix_break})
             report.steps.append(step_report)
@@ -226,7 +247,10 @@ class Agent:
             told = feedback.repeated_reply(repeated)
             return make(action="none", outcome="repeated reply"), StepDetails(told)
         try:
-            edits = self.format.parse(reply.text)
+            edits, fmt = self.format.parse(reply.text), self.format
+            if not edits and self.plan is not None:  # another format than the one asked for
+                edits = self.prompt_format.parse(reply.text)
+                fmt = auto.member_for(edits) if edits else fmt
         except ValueError as exc:  # a malformed block: tell the model what is wrong with it
             applied = ApplyOutcome(ok=False, error=str(exc), dry_run=dry_run)
             return (make(action="edit", outcome="parse failed", apply=applied),
@@ -235,14 +259,14 @@ class Agent:
             return self._lookups(reply.text, make)
         try:
             # raises before anything is written
-            preview = self.format.apply(edits, self.workspace, dry_run=True)
+            preview = fmt.apply(edits, self.workspace, dry_run=True)
             refused = refusal(preview, self.workspace, self.config.allow_test_edits)
             if refused is not None:
                 outcome, told = refused
                 applied = ApplyOutcome(ok=False, error=told, dry_run=dry_run)
                 return make(action="edit", outcome=outcome, apply=applied), StepDetails(told)
             self.snapshot.remember(preview.files_changed)
-            result = preview if dry_run else self.format.apply(edits, self.workspace)
+            result = preview if dry_run else fmt.apply(edits, self.workspace)
         except NoChangesError as exc:  # the tools found nothing to change: the same outcome as refusal()'s
             told = f"{feedback.no_op_edits(exc.paths or ['the files'])}\n{exc.message}"
             applied = ApplyOutcome(ok=False, error=exc.message, dry_run=dry_run)
@@ -287,11 +311,11 @@ class Agent:
         wanted = lookups.parse(text)
         if not wanted:
             return (make(action="none", outcome="no edits"),
-                    StepDetails(feedback.no_edits(self.format.instructions())))
+                    StepDetails(feedback.no_edits(self.prompt_format.instructions())))
         for lookup in wanted:
             if lookup.kind == "view" and lookup.start is None and lookup.target not in self.seen:
                 self.seen.append(lookup.target)
-        answers = [lookups.serve(w, self.workspace, self.format.numbered_context) for w in wanted]
+        answers = [lookups.serve(w, self.workspace, self.prompt_format.numbered_context) for w in wanted]
         return make(action="view", outcome="looked up"), StepDetails(feedback.lookup_answers(answers))
 
     @staticmethod

@@ -47,6 +47,13 @@ class Prompt:
     def __len__(self) -> int:
         return len(self._messages)
 
+    def add_to_task(self, text: str) -> None:
+        """Append a line to the task message, before anything is sent (then the prefix is fixed)."""
+        if len(self._messages) != 2:
+            raise PromptError("the task message can only be extended before the first reply")
+        if text:
+            self._messages[-1]["content"] += f"\n\n{text}"
+
     def add_reply(self, text: str) -> None:
         """The model's reply, as it wrote it. Leading whitespace is dropped: the template's "assistant\\n"
         precedes it, and a tokenizer could merge the two newlines, breaking the token-level prefix."""

@@ -74,7 +74,8 @@ def run(args: argparse.Namespace) -> int:
     if not args.path.is_dir():
         print(f"deltaserve fix: {args.path} is not a directory", file=sys.stderr)
         return 2
-    if min(args.max_steps, args.max_tokens, args.candidates, args.threads or 1) < 1:
+    threads = 1 if args.threads is None else args.threads
+    if min(args.max_steps, args.max_tokens, args.candidates, threads) < 1:
         print("deltaserve fix: --max-steps, --max-tokens, --candidates and --threads must be at least 1",
               file=sys.stderr)
         return 2

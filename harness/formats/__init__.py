@@ -19,6 +19,7 @@ Another agent can use them on its own model calls, and add its own:
 from __future__ import annotations
 
 from deltaserve.errors import UnknownEditFormatError
+from deltaserve.harness.formats.auto import AutoFormat
 from deltaserve.harness.formats.base import EditFormat
 from deltaserve.harness.formats.search_replace import SearchReplaceFormat
 from deltaserve.harness.formats.symbol import SymbolFormat
@@ -59,5 +60,5 @@ def register(fmt: EditFormat | type) -> EditFormat:
     return instance
 
 
-for _builtin in (UdiffFormat, SearchReplaceFormat, SymbolFormat, WholeFormat):
+for _builtin in (UdiffFormat, SearchReplaceFormat, SymbolFormat, WholeFormat, AutoFormat):
     register(_builtin)

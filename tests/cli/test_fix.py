@@ -48,6 +48,7 @@ def test_bad_arguments(project, capsys):
     assert "is not a directory" in capsys.readouterr().err
     assert main(["fix", str(project), "--task", "x", "--max-steps", "0"]) == 2
     assert main(["fix", str(project), "--task", "x", "--threads", "0"]) == 2
+    assert main(["fix", str(project), "--task", "x", "--candidates", "0"]) == 2
     assert "must be at least 1" in capsys.readouterr().err
 
 
