@@ -18,6 +18,7 @@ REPLIES = {
     "symbol": "The sign in add is wrong:\n\ncalc.py\n```python\ndef add(a, b):\n    return a + b\n```\n",
     "whole": f"calc.py\n```python\n{FIXED}```\n",
 }
+REPLIES["auto"] = REPLIES["udiff"]  # `auto` reads any format's syntax
 
 
 @pytest.fixture
