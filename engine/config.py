@@ -4,7 +4,10 @@ from __future__ import annotations
 
 from typing import Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, field_validator
+
+SpeculativeMethod = Literal["ngram", "suffix", "off"]
+DEFAULT_SPECULATIVE: SpeculativeMethod = "suffix"
 
 
 class EngineConfig(BaseModel):
@@ -34,9 +37,21 @@ class EngineConfig(BaseModel):
     kv_cache_max_gb: float = Field(default=10.0, gt=0)
     scheduling_policy: Literal["fcfs", "cache_aware"] = "fcfs"
 
-    # Speculative decoding (engine/speculative.py): drafts verified in one forward pass.
-    # On by default: wins on edits (`deltaserve bench spec`), neutral on open text.
-    speculative: bool = True
-    num_speculative_tokens: int = Field(default=8, ge=1)
+    # Speculative decoding (engine/speculative.py): drafts verified in one forward pass. The method drafts
+    # requests without a `prediction` (and those whose prediction has nothing to offer): "suffix" (the
+    # default: fewest passes on edits and agent replays, not slower on open text, `deltaserve bench spec`),
+    # "ngram" (prompt lookup) or "off". True / False (the old boolean) mean the default / "off".
+    speculative: SpeculativeMethod = DEFAULT_SPECULATIVE
+    num_speculative_tokens: int = Field(default=8, ge=1)  # prompt-lookup and prediction drafts
     prompt_lookup_min: int = Field(default=2, ge=1)
     prompt_lookup_max: int = Field(default=4, ge=1)
+    suffix_max_draft_tokens: int = Field(default=32, ge=1)  # a long match may draft this far
+    suffix_min_acceptance: float = Field(default=0.2, ge=0.0, le=1.0)  # below it, only long matches draft
+    suffix_history_tokens: int = Field(default=65536, ge=0)  # recent outputs kept for drafting, all salts
+
+    @field_validator("speculative", mode="before")
+    @classmethod
+    def _boolean_means_default_or_off(cls, value):
+        if isinstance(value, bool):
+            return DEFAULT_SPECULATIVE if value else "off"
+        return value

@@ -5,12 +5,13 @@ Low level (the server drives this from one worker thread; the engine is not thre
 High level: eng.generate(prompts, params) and eng.stream(prompt, params).
 
 Speculative decoding plugs in through `self.drafter` (built by engine.speculative.make_drafter(engine)
-when config.speculative): before each step `drafter.propose(seq) -> list[int]` may give a decoding
-sequence draft tokens; the step computes them in the same pass (a verify span), accepts the longest
-prefix that matches what the sampler picks at each position, and rolls the KV back past the first
-mismatch by truncating the sequence's computed length. Sampling-then-comparing is exact for
-deterministic drafts: a draft d is kept with probability p(d), otherwise the sampled token is
-distributed as p without d.
+unless config.speculative is "off"): before each step `drafter.propose(seq) -> list[int]` may give a
+decoding sequence draft tokens (naming their drafter in `seq.draft_source`, for the counters), and
+`drafter.finished(seq)` hears of every request that ends. The step computes the drafts in the same pass
+(a verify span), accepts the longest prefix that matches what the sampler picks at each position, and
+rolls the KV back past the first mismatch by truncating the sequence's computed length.
+Sampling-then-comparing is exact for deterministic drafts: a draft d is kept with probability p(d),
+otherwise the sampled token is distributed as p without d.
 """
 
 from __future__ import annotations
@@ -31,7 +32,7 @@ from deltaserve.engine.kv_cache import KVCache, bytes_per_block, default_num_blo
 from deltaserve.engine.kv_disk import DiskKVStore, DiskTier, model_fingerprint
 from deltaserve.engine.loader import LoadedModel, load_model
 from deltaserve.engine.model import LlamaModel, Span, max_positions_for
-from deltaserve.engine.outputs import EngineStats, RequestOutput
+from deltaserve.engine.outputs import DraftCounts, EngineStats, RequestOutput, add_drafts
 from deltaserve.engine.prefix_cache import BlockManager
 from deltaserve.engine.sampler import SamplingParams, make_generator, sample
 from deltaserve.engine.scheduler import ScheduledSpan, Scheduler
@@ -92,7 +93,8 @@ class Engine:
         self._ids = itertools.count()
         self.draft_tokens = 0
         self.accepted_draft_tokens = 0
-        self.drafter = make_drafter(self) if config.speculative else None
+        self.draft_counts: dict[str, DraftCounts] = {}
+        self.drafter = make_drafter(self) if config.speculative != "off" else None
 
     def _disk_store(self, loaded: LoadedModel) -> DiskKVStore:
         c = self.config
@@ -192,6 +194,7 @@ class Engine:
             preemptions=self.scheduler.num_preemptions,
             draft_tokens=self.draft_tokens,
             accepted_draft_tokens=self.accepted_draft_tokens,
+            drafts={name: c.model_copy() for name, c in self.draft_counts.items()},
         )
 
     # ---- one step ----
@@ -244,7 +247,7 @@ class Engine:
         return Span(sp.token_ids, sp.start, seq.block_table, wanted)
 
     def _propose_drafts(self) -> None:
-        k = self.config.num_speculative_tokens
+        k = self.drafter.max_draft_tokens
         for seq in self.scheduler.running:
             seq.draft_token_ids = []
             if seq.in_prefill or seq.num_tokens - seq.num_computed_tokens != 1:
@@ -301,6 +304,9 @@ class Engine:
             self.accepted_draft_tokens += emitted - 1
             seq.metrics.accepted_draft_tokens += emitted - 1
             seq.metrics.rejected_draft_tokens += len(drafts) - (emitted - 1)
+            source = seq.draft_source or "unknown"
+            add_drafts(seq.metrics.drafts, source, len(drafts), emitted - 1)
+            add_drafts(self.draft_counts, source, len(drafts), emitted - 1)
         return True
 
     def _append_token(self, seq: Sequence, tok: int) -> None:
@@ -346,6 +352,8 @@ class Engine:
         out = seq.make_output(held)
         if seq.finished:
             self.requests.pop(seq.request_id, None)
+            if self.drafter is not None:
+                self.drafter.finished(seq)
         return out
 
     # ---- high level ----

@@ -5,6 +5,25 @@ from __future__ import annotations
 from pydantic import BaseModel, Field
 
 
+class DraftCounts(BaseModel):
+    """One drafter's speculative drafts: passes that verified a draft from it, and its draft tokens."""
+
+    drafts: int = 0
+    proposed: int = 0
+    accepted: int = 0
+    rejected: int = 0
+
+    def add(self, proposed: int, accepted: int) -> None:
+        self.drafts += 1
+        self.proposed += proposed
+        self.accepted += accepted
+        self.rejected += proposed - accepted
+
+
+def add_drafts(counts: dict[str, DraftCounts], source: str, proposed: int, accepted: int) -> None:
+    counts.setdefault(source, DraftCounts()).add(proposed, accepted)
+
+
 class RequestMetrics(BaseModel):
     prompt_tokens: int = 0
     cached_tokens: int = 0  # prompt tokens served from the prefix cache (memory or disk)
@@ -14,6 +33,7 @@ class RequestMetrics(BaseModel):
     decode_passes: int = 0  # forward passes after the first token (< completion_tokens with speculation)
     accepted_draft_tokens: int = 0
     rejected_draft_tokens: int = 0
+    drafts: dict[str, DraftCounts] = Field(default_factory=dict)  # by drafter: prediction, ngram, suffix
     ttft_s: float | None = None  # arrival -> first token
     itl_s: list[float] = Field(default_factory=list)  # gaps between successive token emissions
     prefill_s: float = 0.0  # first scheduled -> first token
@@ -56,3 +76,4 @@ class EngineStats(BaseModel):
     kv_disk_evictions: int = 0
     kv_disk_bytes: int = 0  # size of this model's block files on disk
     kv_disk_writable: int = 0  # 1 while writes go on; 0 after a write error (or without a tier)
+    drafts: dict[str, DraftCounts] = Field(default_factory=dict)  # by drafter, since the engine started

@@ -10,6 +10,8 @@ from __future__ import annotations
 import torch
 from pydantic import BaseModel, ConfigDict, Field
 
+from deltaserve.engine.config import SpeculativeMethod
+
 # Below this, sampling is argmax in all but name: the top logit outweighs the next by a factor of
 # exp(gap / temperature), so we take the argmax rather than divide by a number that overflows float32.
 MIN_TEMPERATURE = 1e-5
@@ -26,6 +28,8 @@ class SamplingParams(BaseModel):
     stop: list[str] = Field(default_factory=list)
     ignore_eos: bool = False
     prediction: str | None = None  # Predicted Outputs: a draft source for speculative decoding
+    # This request's draft method; None: the engine's. An engine with speculation off drafts for nobody.
+    speculative: SpeculativeMethod | None = None
     # Teacher forcing (decode-cost evals): these tokens are emitted in order instead of sampling, each
     # through a normal decode pass; the request finishes ("stop") when they run out.
     forced_token_ids: list[int] | None = None

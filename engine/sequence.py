@@ -36,6 +36,7 @@ class Sequence:
         self.block_table: list[int] = []
         self.block_hashes: list[bytes] = []  # hashes of the leading full blocks already indexed
         self.draft_token_ids: list[int] = []  # speculative drafts to verify in the next pass
+        self.draft_source: str | None = None  # the drafter that proposed them
         self.admitted_once = False
         self.disk_cached_tokens = 0  # of the matched prefix, tokens loaded from the disk tier
 

@@ -1,4 +1,4 @@
-"""Speculative decoding drafts: prompt lookup (n-grams of the context) and Predicted Outputs.
+"""Speculative decoding drafts: Predicted Outputs, prompt lookup (n-grams of the context) and suffix drafts.
 
 Edits copy most of their text from the prompt (diff context lines, SEARCH blocks, the unchanged parts of
 a rewritten file), so the tokens that followed an earlier occurrence of the last few tokens are good
@@ -6,14 +6,20 @@ guesses for what comes next. The engine (engine/engine.py) calls `propose(seq)` 
 drafts ride in the same forward pass as the sequence's next token (a verify span), the longest prefix
 the target agrees with is kept plus the model's own next token, and the KV of the rest is rolled back.
 
-Two draft sources, tried in order:
+Draft sources, tried in order; the request's method (`SamplingParams.speculative`, else the engine's
+`EngineConfig.speculative`) picks the second one, "off" drafts nothing:
 - `prediction` (OpenAI Predicted Outputs, e.g. the original file for a whole-file reply): followed by
   *position*. A cursor marks where the output stands in the predicted text; while the output follows it
   the next k predicted tokens are proposed, and after the output departs from it (an edited line) the
   cursor resyncs on the first later occurrence of the output's last n tokens, so one long prediction
   keeps paying off after every edit.
-- prompt + output: the latest earlier occurrence of the last n tokens (n from prompt_lookup_max down to
-  prompt_lookup_min), found in an incrementally built n-gram index (no rescans of a long prompt).
+- "ngram" (prompt lookup): the latest earlier occurrence of the last n tokens of prompt + output (n from
+  prompt_lookup_max down to prompt_lookup_min), found in an incrementally built n-gram index (no rescans
+  of a long prompt); always num_speculative_tokens long.
+- "suffix" (engine/suffix_drafter.py): the longest match in the request's own text or in recent outputs
+  with the same cache_salt, drafting as far as the match length and the request's acceptance rate earn.
+
+Each proposal marks its source in `seq.draft_source`, so the engine counts drafts by drafter.
 
 Acceptance is exact (engine._advance): at each draft position the engine picks the token the target
 would emit there (argmax, forced token, or a sample) and keeps the draft iff it is that token. For a
@@ -36,7 +42,10 @@ from dataclasses import dataclass, field
 import torch
 
 from deltaserve.engine.sequence import Sequence
+from deltaserve.engine.suffix_drafter import SuffixDrafter, SuffixOptions, copy_after
 from deltaserve.errors import EngineError
+
+METHODS = ("ngram", "suffix", "off")
 
 
 @dataclass
@@ -62,11 +71,7 @@ class _NgramIndex:
         for n in range(min(self.n_max, L - 1), self.n_min - 1, -1):
             end = self.latest.get(tuple(tokens[L - n:]))
             if end is not None:
-                # an overlapping copy (as in LZ77): a match that runs into the tail repeats the loop
-                draft: list[int] = []
-                for i in range(end, end + k):
-                    draft.append(tokens[i] if i < L else draft[i - L])
-                return draft
+                return copy_after(tokens, end, k)
         return []
 
 
@@ -116,19 +121,25 @@ class _Prediction:
 
 @dataclass
 class _SeqState:
-    context: _NgramIndex
     prediction: _Prediction | None
+    context: _NgramIndex | None = None  # built on the first n-gram proposal
 
 
-class PromptLookupDrafter:
-    """Proposes up to k draft tokens for a decoding sequence from its prediction and its own context."""
+class SpeculativeDrafter:
+    """Proposes draft tokens for a decoding sequence: its prediction first, then its method's drafter."""
 
-    def __init__(self, tokenizer, num_speculative_tokens: int, n_min: int, n_max: int):
+    def __init__(self, tokenizer, num_speculative_tokens: int, n_min: int, n_max: int, method: str = "ngram",
+                 suffix: SuffixOptions | None = None):
         if n_min > n_max:
             raise EngineError(f"prompt_lookup_min ({n_min}) > prompt_lookup_max ({n_max})")
+        if method not in METHODS:
+            raise EngineError(f"unknown speculative method {method!r}; known: {', '.join(METHODS)}")
         self.tokenizer = tokenizer
         self.k = num_speculative_tokens
         self.n_min, self.n_max = n_min, n_max
+        self.method = method
+        self.suffix = SuffixDrafter(suffix)
+        self.max_draft_tokens = max(self.k, self.suffix.options.max_tokens)
         self._states: weakref.WeakKeyDictionary[Sequence, _SeqState] = weakref.WeakKeyDictionary()
 
     def _state(self, seq: Sequence) -> _SeqState:
@@ -138,34 +149,63 @@ class PromptLookupDrafter:
             if seq.params.prediction:
                 ids = self.tokenizer.encode(seq.params.prediction, add_special_tokens=False)
                 pred = _Prediction.build(list(ids), self.n_min, self.n_max, seq.num_prompt_tokens)
-            st = self._states[seq] = _SeqState(_NgramIndex(self.n_min, self.n_max), pred)
+            st = self._states[seq] = _SeqState(pred)
         return st
 
-    def max_drafts(self, seq: Sequence) -> int:
+    def method_of(self, seq: Sequence) -> str:
+        return seq.params.speculative or self.method
+
+    def max_drafts(self, seq: Sequence, k: int | None = None) -> int:
         """No draft past what the request may still emit: max_tokens, and forced tokens left."""
-        room = min(self.k, seq.params.max_tokens - seq.num_output_tokens - 1)
+        room = min(self.k if k is None else k, seq.params.max_tokens - seq.num_output_tokens - 1)
         forced = seq.params.forced_token_ids
         if forced is not None:
             room = min(room, len(forced) - seq.num_output_tokens - 1)
         return max(0, room)
 
     def propose(self, seq: Sequence) -> list[int]:
+        method = self.method_of(seq)
+        seq.draft_source = None
+        if method == "off":
+            return []
         k = self.max_drafts(seq)
         st = self._state(seq)
         tokens = seq.token_ids
-        draft: list[int] = []
         if st.prediction is not None:  # keep the cursor moving even when nothing may be drafted
-            draft = st.prediction.propose(tokens, self.n_min, self.n_max, k)
-        if not draft and k:
+            draft = st.prediction.propose(tokens, self.n_min, self.n_max, k)[:k]
+            if draft:
+                seq.draft_source = "prediction"
+                return draft
+        if method == "suffix":
+            draft = self.suffix.propose(seq, self.max_drafts(seq, self.max_draft_tokens))
+        elif k:
+            if st.context is None:
+                st.context = _NgramIndex(self.n_min, self.n_max)
             st.context.update(tokens)
             draft = st.context.lookup(tokens, k)
-        return draft[:k]
+        else:
+            draft = []
+        if draft:
+            seq.draft_source = method
+        return draft
+
+    def finished(self, seq: Sequence) -> None:
+        """The engine is done with `seq`: a suffix-method request's output joins the drafter's history."""
+        self._states.pop(seq, None)
+        if self.method_of(seq) == "suffix":
+            self.suffix.finished(seq)
+
+    def clear_history(self) -> None:
+        """Forget the outputs of earlier requests (benchmarks start each workload from none)."""
+        self.suffix.clear_history()
 
 
-def make_drafter(engine) -> PromptLookupDrafter:
+def make_drafter(engine) -> SpeculativeDrafter:
     c = engine.config
-    return PromptLookupDrafter(engine.tokenizer, c.num_speculative_tokens, c.prompt_lookup_min,
-                               c.prompt_lookup_max)
+    suffix = SuffixOptions(max_tokens=c.suffix_max_draft_tokens, min_acceptance=c.suffix_min_acceptance,
+                           store_tokens=c.suffix_history_tokens)
+    return SpeculativeDrafter(engine.tokenizer, c.num_speculative_tokens, c.prompt_lookup_min,
+                              c.prompt_lookup_max, c.speculative, suffix)
 
 
 def accept_draft(probs: torch.Tensor, draft: int, generator: torch.Generator | None = None) -> int:

@@ -6,7 +6,7 @@ import torch
 
 from deltaserve.engine.sampler import SamplingParams, sample
 from deltaserve.engine.sequence import Sequence
-from deltaserve.engine.speculative import PromptLookupDrafter, _NgramIndex, _Prediction, accept_draft
+from deltaserve.engine.speculative import SpeculativeDrafter, _NgramIndex, _Prediction, accept_draft
 
 
 def test_ngram_index_finds_latest_earlier_occurrence_longest_n_first():
@@ -63,7 +63,7 @@ def _seq(prompt, **params):
 
 
 def test_drafter_caps_drafts_by_max_tokens_and_forced_tokens():
-    d = PromptLookupDrafter(None, num_speculative_tokens=8, n_min=2, n_max=3)
+    d = SpeculativeDrafter(None, num_speculative_tokens=8, n_min=2, n_max=3)
     prompt = [1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 1, 2]
     seq = _seq(prompt, max_tokens=100)
     seq.token_ids.append(3)
@@ -81,7 +81,7 @@ def test_prediction_is_preferred_and_context_is_the_fallback():
         def encode(self, text, add_special_tokens=False):
             return [int(x) for x in text.split()]
 
-    d = PromptLookupDrafter(Tok(), num_speculative_tokens=3, n_min=2, n_max=2)
+    d = SpeculativeDrafter(Tok(), num_speculative_tokens=3, n_min=2, n_max=2)
     seq = _seq([50, 51, 52, 53, 50, 51], prediction="60 61 62 63 64")
     seq.token_ids.append(60)
     assert d.propose(seq) == [61, 62, 63]

@@ -13,6 +13,10 @@ class OracleDrafter:
 
     def __init__(self, truth: dict[tuple, list[int]], k: int = 5, corrupt_every: int = 0):
         self.truth, self.k, self.corrupt_every, self.calls = truth, k, corrupt_every, 0
+        self.max_draft_tokens = k
+
+    def finished(self, seq) -> None:
+        pass
 
     def propose(self, seq) -> list[int]:
         self.calls += 1
@@ -21,6 +25,7 @@ class OracleDrafter:
         draft = list(full[len(done):len(done) + self.k])
         if self.corrupt_every and self.calls % self.corrupt_every == 0 and len(draft) > 2:
             draft[2] = (draft[2] + 1) % 49152
+        seq.draft_source = "oracle"
         return draft
 
 
