@@ -2,11 +2,12 @@
 
 from __future__ import annotations
 
-from typing import Literal
+from typing import Literal, get_args
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 SpeculativeMethod = Literal["ngram", "suffix", "off"]
+SPECULATIVE_METHODS: tuple[str, ...] = get_args(SpeculativeMethod)
 DEFAULT_SPECULATIVE: SpeculativeMethod = "suffix"
 
 

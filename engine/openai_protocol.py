@@ -3,7 +3,9 @@
 Requests ignore unknown fields (clients send extras) and reject bad values with a 400 naming the field. They
 are strict about types, as OpenAI's API is: "yes" is no boolean, true is no token id, "5" is no number (an
 integer is a valid number, and 3.0 a valid integer, as in JSON Schema).
-Extensions over OpenAI: `top_k`, `ignore_eos` and `cache_salt` on requests; a `metrics` object on responses.
+Extensions over OpenAI: `top_k`, `ignore_eos`, `cache_salt` and `speculative` (the draft method: "ngram",
+"suffix" or "off"; absent: the server's) on requests; a `metrics` object on responses (with draft counts
+by drafter).
 """
 
 from __future__ import annotations
@@ -14,6 +16,9 @@ from collections.abc import Iterable
 from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, field_validator, model_validator
+
+from deltaserve.engine.config import SpeculativeMethod
+from deltaserve.engine.outputs import DraftCounts, add_drafts
 
 
 def random_id(prefix: str) -> str:
@@ -107,6 +112,7 @@ class SamplingRequest(BaseModel):
     prediction: Prediction | None = None
     cache_salt: str | None = None  # extension: requests with different salts never share cached blocks
     ignore_eos: bool = False  # extension (vLLM): generate exactly max_tokens
+    speculative: SpeculativeMethod | None = None  # extension: this request's draft method
     logprobs: Any = Field(default=None, json_schema_extra={"enum": [False, 0, None]})
     presence_penalty: float | None = Field(default=None, json_schema_extra={"minimum": 0, "maximum": 0})
     frequency_penalty: float | None = Field(default=None, json_schema_extra={"minimum": 0, "maximum": 0})
@@ -215,6 +221,7 @@ class ResponseMetrics(BaseModel):
     cached_tokens_disk: int = 0  # of cached_tokens, those read from the disk tier
     prefill_ms: float | None = None
     decode_ms: float | None = None
+    drafts: dict[str, DraftCounts] = Field(default_factory=dict)  # by drafter: prediction, ngram, suffix
 
 
 def usage_and_metrics(choices: Iterable[tuple[int, Any]]) -> tuple[Usage, ResponseMetrics]:
@@ -225,6 +232,7 @@ def usage_and_metrics(choices: Iterable[tuple[int, Any]]) -> tuple[Usage, Respon
     ttfts: list[float] = []
     itls: list[float] = []
     prefill_s = decode_s = 0.0
+    drafts: dict[str, DraftCounts] = {}
     for p_index, m in choices:
         if m is None:
             continue
@@ -234,6 +242,8 @@ def usage_and_metrics(choices: Iterable[tuple[int, Any]]) -> tuple[Usage, Respon
         rejected += m.rejected_draft_tokens
         passes += m.decode_passes
         computed += m.prefill_tokens_computed
+        for name, c in (getattr(m, "drafts", None) or {}).items():
+            add_drafts(drafts, name, c.proposed, c.accepted, c.drafts)
         if m.ttft_s is not None:
             ttfts.append(m.ttft_s)
         itls.extend(m.itl_s or ())
@@ -258,6 +268,7 @@ def usage_and_metrics(choices: Iterable[tuple[int, Any]]) -> tuple[Usage, Respon
         cached_tokens_disk=sum(m.cached_tokens_disk for m in per_prompt.values()),
         prefill_ms=prefill_s * 1000,
         decode_ms=decode_s * 1000,
+        drafts=drafts,
     )
     return usage, rm
 

@@ -13,15 +13,16 @@ class DraftCounts(BaseModel):
     accepted: int = 0
     rejected: int = 0
 
-    def add(self, proposed: int, accepted: int) -> None:
-        self.drafts += 1
+    def add(self, proposed: int, accepted: int, drafts: int = 1) -> None:
+        self.drafts += drafts
         self.proposed += proposed
         self.accepted += accepted
         self.rejected += proposed - accepted
 
 
-def add_drafts(counts: dict[str, DraftCounts], source: str, proposed: int, accepted: int) -> None:
-    counts.setdefault(source, DraftCounts()).add(proposed, accepted)
+def add_drafts(counts: dict[str, DraftCounts], source: str, proposed: int, accepted: int,
+               drafts: int = 1) -> None:
+    counts.setdefault(source, DraftCounts()).add(proposed, accepted, drafts)
 
 
 class RequestMetrics(BaseModel):

@@ -41,11 +41,10 @@ from dataclasses import dataclass, field
 
 import torch
 
+from deltaserve.engine.config import SPECULATIVE_METHODS
 from deltaserve.engine.sequence import Sequence
 from deltaserve.engine.suffix_drafter import SuffixDrafter, SuffixOptions, copy_after
 from deltaserve.errors import EngineError
-
-METHODS = ("ngram", "suffix", "off")
 
 
 @dataclass
@@ -132,8 +131,9 @@ class SpeculativeDrafter:
                  suffix: SuffixOptions | None = None):
         if n_min > n_max:
             raise EngineError(f"prompt_lookup_min ({n_min}) > prompt_lookup_max ({n_max})")
-        if method not in METHODS:
-            raise EngineError(f"unknown speculative method {method!r}; known: {', '.join(METHODS)}")
+        if method not in SPECULATIVE_METHODS:
+            raise EngineError(
+                f"unknown speculative method {method!r}; known: {', '.join(SPECULATIVE_METHODS)}")
         self.tokenizer = tokenizer
         self.k = num_speculative_tokens
         self.n_min, self.n_max = n_min, n_max

@@ -53,7 +53,7 @@ class DecodeCostConfig:
     replay: bool = True
     replay_tasks: int | None = None  # tasks that get the replay, spread over the run's tasks (None: all)
     replay_off_tasks: int | None = None  # tasks that also get the cache-off replay (None: all replayed tasks)
-    speculative: bool | None = None
+    speculative: str | None = None  # the engine's draft method (ngram, suffix, off); None: its default
     dtype: str = "auto"
     threads: int | None = None  # torch CPU threads (None: the engine's default); 1 is steadier on a busy box
     out_dir: Path = Path("runs/decode-cost")
@@ -213,7 +213,7 @@ def measure_task(engine, prep: PreparedTask, formats: list[str], cap: int | None
         prompt_ids = prompts[fmt]
         reply_ids = reply_token_ids(engine, prep.replies[fmt])
         # like the agent: with speculation, a `whole` reply is predicted to be the files as they are now
-        prediction = whole.render(prep.before) if fmt == "whole" and speculative else None
+        prediction = whole.render(prep.before) if fmt == "whole" and speculative != "off" else None
         out, forced = force(engine, prompt_ids, reply_ids, cap, cache_salt=salt, prediction=prediction)
         if s_per_token is None:
             s_per_token = seconds_per_token(engine, prompt_ids, cache_salt=salt)

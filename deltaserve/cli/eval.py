@@ -12,6 +12,8 @@ from rich.markup import escape
 
 from deltaserve.cli import COMMANDS, default
 from deltaserve.cli.kv_options import add_kv_cache_options, kv_cache_kwargs
+from deltaserve.engine import EngineConfig
+from deltaserve.engine.config import SPECULATIVE_METHODS
 from deltaserve.evals.agent_eval import AgentEvalConfig, run_agent_eval
 from deltaserve.evals.check_tasks import check_tasks, render_table
 from deltaserve.evals.console import print_decode_summary, print_report
@@ -62,8 +64,9 @@ def register(subparsers) -> None:
     dc.add_argument("--replay-off-tasks", type=int, default=None,
                     help="replay with the cache off (for the TTFT comparison) on only this many tasks, "
                     "spread over the suite (default: all)")
-    dc.add_argument("--speculative", action=argparse.BooleanOptionalAction, default=None,
-                    help="engine speculation on/off (default: the engine's default)")
+    dc.add_argument("--speculative", choices=SPECULATIVE_METHODS, default=None,
+                    help="the engine's draft method (default: EngineConfig's, %s)"
+                    % default(EngineConfig, "speculative"))
     dc.add_argument("--dtype", default="auto", help="engine dtype (auto: the engine's choice for the device)")
     dc.add_argument("--threads", type=int, help="CPU threads for the engine (default: the engine's); 1 is "
                     "steadier when other jobs share the cores")

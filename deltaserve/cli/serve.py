@@ -10,6 +10,7 @@ from pydantic import ValidationError
 from deltaserve.cli import COMMANDS, default, wrapped
 from deltaserve.cli.kv_options import add_kv_cache_options, kv_cache_kwargs
 from deltaserve.engine import Engine, EngineConfig
+from deltaserve.engine.config import SPECULATIVE_METHODS
 from deltaserve.engine.server import ServerLimits, bind_socket, run_server
 
 EXAMPLES = """examples:
@@ -59,8 +60,12 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     eng.add_argument("--max-model-len", type=int, default=None, metavar="N", help="cap the context length")
     eng.add_argument("--no-prefix-caching", action="store_true", help="disable prefix caching")
     add_kv_cache_options(eng)
-    eng.add_argument("--speculative", action=argparse.BooleanOptionalAction, default=None,
-                     help="speculative decoding from prompt n-grams and `prediction` (default: on)")
+    eng.add_argument("--speculative", choices=SPECULATIVE_METHODS, default=None,
+                     help="draft method besides `prediction`: suffix (matches in the request and in recent "
+                          "outputs), ngram (prompt lookup) or off (default: %s)"
+                          % default(EngineConfig, "speculative"))
+    eng.add_argument("--no-speculative", dest="speculative", action="store_const", const="off",
+                     help="the same as --speculative off")
     lim = p.add_argument_group("request limits (each answers with its own 4xx/503)")
     lim.add_argument("--max-prompt-tokens", type=int, default=None, metavar="N",
                      help="longest prompt accepted (default: the context length)")

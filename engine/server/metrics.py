@@ -60,6 +60,7 @@ class EngineStatsCollector:
         yield gauge("spec_decode_acceptance_rate", "accepted / proposed draft tokens since start (0: none).",
                     accepted / drafts if drafts else 0.0)
         yield from _disk_tier_metrics(val, counter, gauge)
+        yield from _by_drafter(getattr(stats, "drafts", None) or {})
         yield gauge("num_requests_running", "Requests in the running batch.", val("num_running"))
         yield gauge("num_requests_waiting", "Requests waiting to be scheduled.", val("num_waiting"))
         total = val("num_blocks")
@@ -88,6 +89,25 @@ def _disk_tier_metrics(val, counter, gauge):
     yield gauge("kv_disk_usage_bytes", "Bytes of this model's KV block files on disk.", val("kv_disk_bytes"))
     yield gauge("kv_disk_writable", "1 while the KV disk tier writes, 0 after a write error or without one.",
                 val("kv_disk_writable"))
+
+
+DRAFTER_COUNTERS = {
+    "drafts": ("spec_decode_drafter_drafts", "Forward passes that verified a draft from this drafter."),
+    "proposed": ("spec_decode_drafter_proposed_tokens", "Draft tokens this drafter proposed."),
+    "accepted": ("spec_decode_drafter_accepted_tokens", "Draft tokens of this drafter that were accepted."),
+    "rejected": ("spec_decode_drafter_rejected_tokens", "Draft tokens of this drafter that were rolled back."),
+}
+
+
+def _by_drafter(drafts: dict) -> list[CounterMetricFamily]:
+    """Draft counters labelled by drafter (prediction, ngram, suffix)."""
+    families = []
+    for field, (name, doc) in DRAFTER_COUNTERS.items():
+        family = CounterMetricFamily(P + name, doc, labels=["drafter"])
+        for drafter, counts in sorted(drafts.items()):
+            family.add_metric([drafter], float(getattr(counts, field)))
+        families.append(family)
+    return families
 
 
 class ServerMetrics:

@@ -118,6 +118,7 @@ def sampling_params(req: SamplingRequest, seed: int | None, room: int, predictio
             stop=list(req.stop or []),
             ignore_eos=req.ignore_eos,
             prediction=prediction,
+            speculative=req.speculative,
         )
     except (ValueError, ValidationError) as exc:
         raise InvalidRequestError(str(exc)) from exc

@@ -1,18 +1,23 @@
-"""Speculative decoding benchmark: decode passes and seconds, speculation off vs on, side by side.
+"""Speculative decoding benchmark: decode passes and seconds, drafters off vs ngram vs suffix, side by side.
 
-    deltaserve bench spec [--tasks a-lru-cache,b-url-query] [--max-reply-tokens 400] [--threads 1]
+    deltaserve bench spec [--tasks a-lru-cache,b-url-query] [--max-reply-tokens 400] [--threads 1] [--json]
     python -m deltaserve.evals.bench.speculative [same options]
 
-Four workloads on the bundled SmolLM2 (or --model):
+Five workloads on the bundled SmolLM2 (or --model):
   (a) udiff, (b) SEARCH/REPLACE, (c) whole-file replies: each task's gold reply in that format
       (evals/gold_replies.py) teacher-forced after the agent's real step-1 prompt (evals/transcript.py), so
-      both runs decode exactly the same tokens; (c) passes the edited files as they were before the fix as
-      `prediction`, as the harness does for the whole format with a local model.
+      every engine decodes exactly the same tokens; (c) passes the edited files as they were before the fix
+      as `prediction`, as the harness does for the whole format with a local model.
+  (e) agent replays: each task's 3-step transcript (evals/transcript.py: view the file, a diff that does
+      not apply, the gold diff), every step's reply forced after the previous steps ran through the same
+      engine, tasks one after another.
   (d) open-ended text: free greedy answers to chat questions (nothing to copy; speculation must not cost).
 
-Both engines are loaded once; every request runs on each (order alternating, so background load hits
-both), after a 1-token warm-up that puts the prompt in each engine's prefix cache: the timed run is decode.
-Goals: (a)-(c) >= 2x fewer passes and >= 1.6x faster; (d) no more than 10% slower.
+One engine per drafter, all loaded once; every request runs on each (the order rotating, so background load
+hits all), after a 1-token warm-up that puts the prompt in each engine's prefix cache: the timed run is
+decode. Each workload starts with an empty suffix history, so the suffix drafter only learns from the
+workload's own earlier requests (other tasks; the earlier steps of a replay), never from another workload's
+copy of the same reply.
 """
 
 from __future__ import annotations
@@ -22,7 +27,7 @@ import json
 import sys
 import tempfile
 import time
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass, field
 from pathlib import Path
 
 import torch
@@ -33,10 +38,11 @@ from deltaserve.evals.bench.table import table
 from deltaserve.evals.decode_cost import prepare_task, reply_token_ids
 from deltaserve.evals.gold_replies import gold_edit
 from deltaserve.evals.task_suite import load_tasks
-from deltaserve.evals.transcript import step1_prompt
+from deltaserve.evals.transcript import replay_transcript, step1_prompt
 from deltaserve.harness.formats import whole
 
 DEFAULT_TASKS = ["a-lru-cache", "b-url-query", "a-interval-merge"]
+DRAFTERS = ("off", "ngram", "suffix")
 OPEN_ENDED = [
     "Write a short story about a lighthouse keeper who finds a message in a bottle.",
     "Explain how photosynthesis works to a ten-year-old.",
@@ -44,8 +50,8 @@ OPEN_ENDED = [
     "Describe the history of the printing press in a few paragraphs.",
 ]
 CASES = {"udiff": "(a) udiff", "search_replace": "(b) search/replace", "whole": "(c) whole + prediction",
-         "open": "(d) open-ended"}
-GOALS = {"udiff": (2.0, 1.6), "search_replace": (2.0, 1.6), "whole": (2.0, 1.6), "open": (None, 1 / 1.1)}
+         "replay": "(e) agent replay", "open": "(d) open-ended"}
+FORMATS = ("udiff", "search_replace", "whole")
 
 
 @dataclass
@@ -67,27 +73,52 @@ class Side:
     outputs: list[list[int]] = field(default_factory=list)
 
 
-def forced_requests(eng: Engine, task_ids: list[str], max_reply_tokens: int, tmp: Path) -> list[Request]:
-    """The gold reply of each task in each format, forced after that format's step-1 prompt."""
+def _forced(eng: Engine, case: str, name: str, ids: list[int], reply: list[int], cap: int,
+            prediction: str | None = None) -> Request | None:
+    n = min(len(reply), cap, eng.max_model_len - len(ids) - 1)
+    if n < 1:
+        return None
+    params = SamplingParams(max_tokens=n, ignore_eos=True, forced_token_ids=reply[:n], prediction=prediction)
+    forced = f"{n}" if n == len(reply) else f"{n}/{len(reply)}"
+    return Request(case, f"{name} ({forced} tok)", ids, params)
+
+
+def task_requests(eng: Engine, task_ids: list[str], cases: list[str], cap: int, tmp: Path) -> list[Request]:
+    """Per format, each task's gold reply forced after its step-1 prompt; then each task's replay."""
     tasks = {t.id: t for t in load_tasks()}
     unknown = [t for t in task_ids if t not in tasks]
     if unknown:
         raise TaskError(f"unknown task ids: {', '.join(unknown)}; known: {', '.join(sorted(tasks))}")
-    requests = []
+    by_case: dict[str, list[Request | None]] = {c: [] for c in cases}
     for tid in task_ids:
-        prep = prepare_task(tasks[tid], ["udiff", "search_replace", "whole"], tmp)
+        prep = prepare_task(tasks[tid], list(FORMATS), tmp)
         before = gold_edit(prep.workspace, prep.task.gold_diff).before
-        for fmt in ("udiff", "search_replace", "whole"):
+        for fmt in (f for f in FORMATS if f in cases):
             prompt = step1_prompt(prep.workspace, fmt, prep.task.spec.description, prep.test_command,
                                   prep.tests)
-            ids = eng.apply_chat_template(prompt.messages)
             reply = reply_token_ids(eng, prep.replies[fmt])
-            n = min(len(reply), max_reply_tokens, eng.max_model_len - len(ids) - 1)
             prediction = whole.render(before) if fmt == "whole" else None
-            params = SamplingParams(max_tokens=n, ignore_eos=True, forced_token_ids=reply[:n],
-                                    prediction=prediction)
-            forced = f"{n}" if n == len(reply) else f"{n}/{len(reply)}"
-            requests.append(Request(fmt, f"{tid} ({forced} tok)", ids, params))
+            by_case[fmt].append(_forced(eng, fmt, tid, eng.apply_chat_template(prompt.messages), reply, cap,
+                                        prediction))
+        if "replay" in cases:
+            by_case["replay"] += replay_requests(eng, prep, cap)
+    return [r for c in cases for r in by_case.get(c, []) if r is not None]
+
+
+def replay_requests(eng: Engine, prep, cap: int) -> list[Request]:
+    """The task's transcript steps in order, each reply forced after the steps before it."""
+    prompt = step1_prompt(prep.workspace, "udiff", prep.task.spec.description, prep.test_command, prep.tests)
+    requests = []
+    for number, step in enumerate(replay_transcript(prep.workspace, prep.edited_path,
+                                                    prep.replies["udiff"]), 1):
+        req = _forced(eng, "replay", f"{prep.task.id} step {number}", eng.apply_chat_template(prompt.messages),
+                      reply_token_ids(eng, step.reply), cap)
+        if req is None:  # the transcript outgrew the context
+            break
+        requests.append(req)
+        prompt.add_reply(step.reply)
+        if step.feedback:
+            prompt.add_feedback(step.feedback)
     return requests
 
 
@@ -104,16 +135,19 @@ def timed(eng: Engine, req: Request) -> tuple[object, float]:
     return out, time.perf_counter() - t
 
 
-def run_all(off: Engine, on: Engine, requests: list[Request], log=print) -> dict[str, tuple[Side, Side]]:
-    results: dict[str, tuple[Side, Side]] = {}
+def run_all(engines: dict[str, Engine], requests: list[Request], log=print) -> dict[str, dict[str, Side]]:
+    results: dict[str, dict[str, Side]] = {}
+    names = list(engines)
     for i, req in enumerate(requests):
-        sides = results.setdefault(req.case, (Side(), Side()))
-        order = [(off, sides[0]), (on, sides[1])]
-        per_request = {}
-        for eng, side in order if i % 2 == 0 else order[::-1]:
-            out, wall = timed(eng, req)
-            per_request[id(side)] = out.metrics
-            m = out.metrics
+        if req.case not in results:  # a new workload: no suffix history from the last one
+            for eng in engines.values():
+                if eng.drafter is not None:
+                    eng.drafter.clear_history()
+        sides = results.setdefault(req.case, {n: Side() for n in names})
+        passes = {}
+        for name in names[i % len(names):] + names[:i % len(names)]:
+            out, wall = timed(engines[name], req)
+            m, side = out.metrics, sides[name]
             side.tokens += m.completion_tokens
             side.passes += m.decode_passes
             side.decode_s += m.decode_s
@@ -121,9 +155,8 @@ def run_all(off: Engine, on: Engine, requests: list[Request], log=print) -> dict
             side.accepted += m.accepted_draft_tokens
             side.rejected += m.rejected_draft_tokens
             side.outputs.append(list(out.token_ids))
-        a, b = per_request[id(sides[0])], per_request[id(sides[1])]
-        log(f"  {CASES[req.case]:<24} {req.name:<34} passes {a.decode_passes:>5} -> {b.decode_passes:<5} "
-            f"decode s {a.decode_s:7.2f} -> {b.decode_s:.2f}")
+            passes[name] = m.decode_passes
+        log(f"  {CASES[req.case]:<24} {req.name:<34} passes " + " / ".join(f"{passes[n]:>4}" for n in names))
     return results
 
 
@@ -131,21 +164,54 @@ def ratio(a: float, b: float) -> float:
     return a / b if b else float("inf")
 
 
-def report(results: dict[str, tuple[Side, Side]]) -> tuple[str, bool]:
-    """The side-by-side table, and whether every case met its goal."""
-    header = ["case", "tokens", "passes off", "passes on", "fewer passes", "decode s off", "decode s on",
-              "speed-up", "wall s off", "wall s on", "accepted", "rejected", "same output", "goal"]
-    rows, all_met = [], True
-    for case, (a, b) in results.items():
-        pass_x, speed = ratio(a.passes, b.passes), ratio(a.decode_s, b.decode_s)
-        want_pass, want_speed = GOALS[case]
-        met = (want_pass is None or pass_x >= want_pass) and speed >= want_speed
-        all_met &= met
-        goal = f">={want_pass}x passes, >={want_speed}x" if want_pass else "<=10% slower"
-        rows.append([CASES[case], a.tokens, a.passes, b.passes, f"{pass_x:.2f}x", a.decode_s, b.decode_s,
-                     f"{speed:.2f}x", a.wall_s, b.wall_s, b.accepted, b.rejected,
-                     "yes" if a.outputs == b.outputs else "NO", goal + (" ok" if met else " MISSED")])
-    return table("speculative decoding off vs on", header, rows), all_met
+def goal(case: str, sides: dict[str, Side]) -> str:
+    """The goal this workload is held to, and whether it was met (needs all three drafters)."""
+    if not {"off", "ngram", "suffix"} <= set(sides):
+        return ""
+    off, ngram, suffix = sides["off"], sides["ngram"], sides["suffix"]
+    if case == "replay":
+        met = ratio(ngram.passes, suffix.passes) >= 1.5 and ratio(off.passes, suffix.passes) >= 2.5
+        return ">=1.5x fewer passes than ngram, >=2.5x than off" + (" ok" if met else " MISSED")
+    if case == "open":
+        return "suffix not slower than off" + (" ok" if suffix.wall_s <= off.wall_s else " MISSED")
+    met = ratio(off.passes, suffix.passes) >= 2.0
+    return "suffix >=2x fewer passes than off" + (" ok" if met else " MISSED")
+
+
+def report(results: dict[str, dict[str, Side]]) -> str:
+    names = list(next(iter(results.values()))) if results else []
+    header = (["workload", "tokens"] + [f"passes {n}" for n in names] + [f"wall s {n}" for n in names]
+              + [f"acc/rej {n}" for n in names if n != "off"] + ["same output", "goal"])
+    rows = []
+    for case, sides in results.items():
+        first = sides[names[0]]
+        same = all(s.outputs == first.outputs for s in sides.values())
+        rows.append([CASES[case], first.tokens] + [sides[n].passes for n in names]
+                    + [sides[n].wall_s for n in names]
+                    + [f"{sides[n].accepted}/{sides[n].rejected}" for n in names if n != "off"]
+                    + ["yes" if same else "NO", goal(case, sides)])
+    ratios = []
+    for case, sides in results.items():
+        if {"off", "ngram", "suffix"} <= set(sides):
+            off, ngram, suffix = sides["off"], sides["ngram"], sides["suffix"]
+            ratios.append([CASES[case], f"{ratio(off.passes, ngram.passes):.2f}x",
+                           f"{ratio(off.passes, suffix.passes):.2f}x", f"{ratio(ngram.passes, suffix.passes):.2f}x",
+                           f"{ratio(off.wall_s, ngram.wall_s):.2f}x", f"{ratio(off.wall_s, suffix.wall_s):.2f}x"])
+    text = table("speculative decoding by drafter (wall s: the timed requests, decode after a cached prefill)",
+                 header, rows)
+    if ratios:
+        text += "\n\n" + table("ratios (fewer passes; speed-up in wall seconds)",
+                               ["workload", "passes off/ngram", "off/suffix", "ngram/suffix", "speed ngram",
+                                "speed suffix"], ratios)
+    return text
+
+
+def json_lines(results: dict[str, dict[str, Side]]) -> list[str]:
+    """One object per (workload, drafter)."""
+    return [json.dumps({"workload": case, "drafter": name, "decode_passes": s.passes,
+                        "completion_tokens": s.tokens, "seconds": round(s.wall_s, 4),
+                        "decode_seconds": round(s.decode_s, 4), "accepted": s.accepted, "rejected": s.rejected})
+            for case, sides in results.items() for name, s in sides.items()]
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
@@ -153,55 +219,56 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--dtype", default="auto", help="auto, float32, bfloat16 or float16")
     p.add_argument("--threads", type=int, default=1, help="torch threads (1 is steadiest on a shared box)")
     p.add_argument("--tasks", default=",".join(DEFAULT_TASKS), help="comma-separated eval task ids")
-    p.add_argument("--max-reply-tokens", type=int, default=400, help="cap on each forced gold reply")
+    p.add_argument("--max-reply-tokens", type=int, default=400, help="cap on each forced reply")
     p.add_argument("--open-tokens", type=int, default=160, help="max tokens of each open-ended answer")
-    p.add_argument("--cases", default="udiff,search_replace,whole,open", help="subset of the four cases")
+    p.add_argument("--cases", default=",".join(CASES), help="subset of the workloads: " + ", ".join(CASES))
+    p.add_argument("--drafters", default=",".join(DRAFTERS), help="subset of: " + ", ".join(DRAFTERS))
     p.add_argument("--k", type=int, default=None, help="num_speculative_tokens (default: EngineConfig's)")
     p.add_argument("--ngram", default=None, help="prompt_lookup min,max (default: EngineConfig's)")
-    p.add_argument("--json", type=Path, default=None, help="also write the figures here")
+    p.add_argument("--json", action="store_true",
+                   help="print one JSON object per (workload, drafter) on stdout; the tables go to stderr")
 
 
-def engines(args) -> tuple[Engine, Engine]:
-    """The same model twice: speculation off, and on with the given draft options."""
-    spec = {"speculative": True}
+def engines(args) -> dict[str, Engine]:
+    """The same model once per drafter."""
+    spec = {}
     if args.k:
         spec["num_speculative_tokens"] = args.k
     if args.ngram:
         lo, hi = (int(x) for x in args.ngram.split(","))
         spec.update(prompt_lookup_min=lo, prompt_lookup_max=hi)
-    common = {"dtype": args.dtype, "num_threads": args.threads}
-    return (Engine.from_pretrained(args.model, **common, speculative=False),
-            Engine.from_pretrained(args.model, **common, **spec))
+    common = {"dtype": args.dtype, "num_threads": args.threads, **spec}
+    return {name: Engine.from_pretrained(args.model, **common, speculative=name)
+            for name in args.drafters.split(",")}
 
 
 def run(args) -> int:
     torch.set_num_threads(args.threads)
-    off, on = engines(args)
-    c = on.config
-    print(f"{on!r}; threads={args.threads}; k={c.num_speculative_tokens} "
-          f"n-gram {c.prompt_lookup_min}..{c.prompt_lookup_max}", flush=True)
-    cases = args.cases.split(",")
+    out = sys.stderr if args.json else sys.stdout
+
+    def log(line: str) -> None:
+        print(line, file=out, flush=True)
+
+    engs = engines(args)
+    first = next(iter(engs.values()))
+    c = first.config
+    log(f"{first!r}; threads={args.threads}; ngram k={c.num_speculative_tokens} n-gram "
+        f"{c.prompt_lookup_min}..{c.prompt_lookup_max}; suffix up to {c.suffix_max_draft_tokens} tokens")
+    cases = [x for x in args.cases.split(",") if x]
     requests: list[Request] = []
     with tempfile.TemporaryDirectory(prefix="bench-spec-") as tmp:
-        if {"udiff", "search_replace", "whole"} & set(cases):
-            forced = forced_requests(off, args.tasks.split(","), args.max_reply_tokens, Path(tmp))
-            requests += [r for r in forced if r.case in cases]
+        if set(cases) & {*FORMATS, "replay"}:
+            requests += task_requests(first, args.tasks.split(","), cases, args.max_reply_tokens, Path(tmp))
         if "open" in cases:
-            requests += open_requests(off, args.open_tokens)
-        results = run_all(off, on, requests, log=lambda s: print(s, flush=True))
-    text, met = report(results)
-    print()
-    print(text)
-    if args.json:
-        data = {case: {"off": {k: v for k, v in asdict(a).items() if k != "outputs"},
-                       "on": {k: v for k, v in asdict(b).items() if k != "outputs"}}
-                for case, (a, b) in results.items()}
-        body = {"config": c.model_dump(), "threads": args.threads, "cases": data}
-        args.json.write_text(json.dumps(body, indent=2))
+            requests += open_requests(first, args.open_tokens)
+        results = run_all(engs, requests, log=log)
+    log("\n" + report(results))
     if args.dtype != "float32":
-        print("(same output: greedy is exact in float32; in bf16 a k+1-row verify pass rounds differently "
-              "from a 1-row pass, as batching does, so near-ties can flip)")
-    print("\nall goals met" if met else "\nsome goals missed")
+        log("(same output: greedy is exact in float32; in bf16 a k+1-row verify pass rounds differently "
+            "from a 1-row pass, as batching does, so near-ties can flip)")
+    if args.json:
+        for line in json_lines(results):
+            print(line, flush=True)
     return 0
 
 

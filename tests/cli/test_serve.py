@@ -59,9 +59,10 @@ def test_only_the_engine_options_given_reach_the_engine():
 
     assert kwargs() == {}  # EngineConfig's defaults decide
     assert kwargs("--no-speculative", "--no-prefix-caching") == {
-        "speculative": False, "enable_prefix_caching": False}
-    assert kwargs("--speculative", "--num-threads", "1", "--num-blocks", "64") == {
-        "speculative": True, "num_threads": 1, "num_blocks": 64}
+        "speculative": "off", "enable_prefix_caching": False}
+    assert kwargs("--speculative", "ngram", "--num-threads", "1", "--num-blocks", "64") == {
+        "speculative": "ngram", "num_threads": 1, "num_blocks": 64}
+    assert kwargs("--speculative", "suffix") == {"speculative": "suffix"}
     assert kwargs("--kv-cache-dir", "/tmp/kv", "--kv-cache-max-gb", "0.5") == {
         "kv_cache_dir": "/tmp/kv", "kv_cache_max_gb": 0.5}
     assert kwargs("--allow-download") == {"allow_download": True}

@@ -107,7 +107,7 @@ def test_speculation_shows_in_passes_and_accepted_drafts(tiny_llama_8k, tmp_path
     # the whole-file reply repeats the file the prompt shows: prompt-lookup / prediction drafts are accepted
     out = tmp_path / "spec"
     assert main(["eval", "decode-cost", "--model", str(tiny_llama_8k), "--tasks", TASK, "--no-replay",
-                 "--formats", "whole", "--speculative", "--dtype", "float32", "--threads", "1",
+                 "--formats", "whole", "--speculative", "suffix", "--dtype", "float32", "--threads", "1",
                  "--out", str(out)]) == 0
     (row,) = [json.loads(line) for line in (out / "results.jsonl").read_text().splitlines()]
     assert row["speculative"] and row["prediction"] and row["forced_matches"]
