@@ -47,7 +47,9 @@ class EngineConfig(BaseModel):
     prompt_lookup_min: int = Field(default=2, ge=1)
     prompt_lookup_max: int = Field(default=4, ge=1)
     suffix_max_draft_tokens: int = Field(default=32, ge=1)  # a long match may draft this far
-    suffix_min_acceptance: float = Field(default=0.2, ge=0.0, le=1.0)  # below it, only long matches draft
+    # A draft token's share of a decode pass (its row in the verify pass): suffix drafts stop where the
+    # chance of reaching a token falls below it, and stop altogether at an acceptance rate below it.
+    suffix_token_cost: float = Field(default=0.05, gt=0.0, lt=1.0)
     suffix_history_tokens: int = Field(default=65536, ge=0)  # recent outputs kept for drafting, all salts
 
     @field_validator("speculative", mode="before")

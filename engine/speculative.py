@@ -202,7 +202,7 @@ class SpeculativeDrafter:
 
 def make_drafter(engine) -> SpeculativeDrafter:
     c = engine.config
-    suffix = SuffixOptions(max_tokens=c.suffix_max_draft_tokens, min_acceptance=c.suffix_min_acceptance,
+    suffix = SuffixOptions(max_tokens=c.suffix_max_draft_tokens, token_cost=c.suffix_token_cost,
                            store_tokens=c.suffix_history_tokens)
     return SpeculativeDrafter(engine.tokenizer, c.num_speculative_tokens, c.prompt_lookup_min,
                               c.prompt_lookup_max, c.speculative, suffix)

@@ -12,13 +12,17 @@ request accepts (never rebuilt per step):
 The longer match wins (a tie goes to the request's own text). Draft length adapts:
 - to the match: `factor * match length` tokens (a long match is a copy in progress; one or two matching
   tokens are weak evidence), capped by `max_tokens`;
-- to this request's running acceptance rate (an average of accepted / proposed over its recent drafted
-  passes): the cap shrinks with it, and below `min_acceptance` nothing is proposed unless the match is
-  at least `confident_match` long, so text with nothing to copy stops paying for rejected drafts.
+- to this request's running acceptance rate p (the chance that a draft token is accepted given the one
+  before it was, a running average over its drafted passes): the j-th draft token is reached with
+  probability p^j and costs `token_cost` of a decode pass (its row in the verify pass), so a draft stops
+  at the last j with p^j >= token_cost; at p < token_cost nothing is proposed, unless the match is at
+  least `confident_match` long (a short probe, so the rate can recover when copying starts again).
+  Text with nothing to copy thus stops paying for rejected drafts.
 """
 
 from __future__ import annotations
 
+import math
 import weakref
 from dataclasses import dataclass, field
 
@@ -29,14 +33,15 @@ from deltaserve.engine.suffix_store import SaltIndex, SuffixStore
 SOURCE = "suffix"
 REMATCH = 48  # tokens of the tail re-matched against a changed store (longer matches gain nothing more)
 RATE_WEIGHT = 0.3  # weight of the newest drafted pass in the running acceptance rate
+PROBE_TOKENS = 2  # what a confident match drafts at an acceptance rate too low for anything else
 
 
 @dataclass
 class SuffixOptions:
     max_tokens: int = 32
-    factor: float = 1.0
+    factor: float = 4.0
     min_match: int = 2
-    min_acceptance: float = 0.2
+    token_cost: float = 0.05
     confident_match: int = 12
     store_tokens: int = 65536
 
@@ -50,7 +55,7 @@ class _RequestState:
     version: int = -1
     g_state: int = 0
     g_len: int = 0
-    rate: float = 1.0  # running acceptance rate of this request's suffix drafts
+    rate: float = 1.0  # running per-token acceptance rate of this request's suffix drafts
     seen: tuple[int, int] = (0, 0)  # (proposed, accepted) suffix draft tokens already folded into rate
 
 
@@ -75,9 +80,12 @@ class SuffixDrafter:
         m = st.g_len if use_global else st.match_len
         if m < o.min_match or k <= 0:
             return []
-        if st.rate < o.min_acceptance and m < o.confident_match:
-            return []
-        n = min(k, o.max_tokens, max(1, int(m * o.factor)), max(1, round(o.max_tokens * st.rate)))
+        worth = self._worth(st.rate)
+        if worth < 1:
+            if m < o.confident_match:
+                return []
+            worth = PROBE_TOKENS
+        n = min(k, o.max_tokens, max(1, int(m * o.factor)), worth)
         if use_global:
             end = st.index.sam.end[st.g_state]
             self.store.touch(seq.cache_salt, end)
@@ -112,13 +120,23 @@ class SuffixDrafter:
             state, matched = follow(state, matched, tok)
         st.g_state, st.g_len = state, matched
 
+    def _worth(self, rate: float) -> int:
+        """Draft tokens worth verifying at this acceptance rate: the last j with rate^j >= token_cost."""
+        if rate >= 1.0:
+            return self.options.max_tokens
+        if rate <= 0.0:
+            return 0
+        return min(self.options.max_tokens, int(math.log(self.options.token_cost) / math.log(rate)))
+
     @staticmethod
     def _fold_acceptance(st: _RequestState, seq: Sequence) -> None:
+        """The last verified draft: `accepted` tokens taken, then one rejected unless all were."""
         counts = seq.metrics.drafts.get(SOURCE)
         if counts is None or counts.proposed == st.seen[0]:
             return
         proposed, accepted = counts.proposed - st.seen[0], counts.accepted - st.seen[1]
-        st.rate += RATE_WEIGHT * (accepted / proposed - st.rate)
+        trials = accepted + (accepted < proposed)
+        st.rate += RATE_WEIGHT * (accepted / trials - st.rate)
         st.seen = (counts.proposed, counts.accepted)
 
 

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import argparse
 import sys
 import time
 from pathlib import Path
@@ -65,8 +64,7 @@ def register(subparsers) -> None:
                     help="replay with the cache off (for the TTFT comparison) on only this many tasks, "
                     "spread over the suite (default: all)")
     dc.add_argument("--speculative", choices=SPECULATIVE_METHODS, default=None,
-                    help="the engine's draft method (default: EngineConfig's, %s)"
-                    % default(EngineConfig, "speculative"))
+                    help=f"the engine's draft method (default: {default(EngineConfig, 'speculative')})")
     dc.add_argument("--dtype", default="auto", help="engine dtype (auto: the engine's choice for the device)")
     dc.add_argument("--threads", type=int, help="CPU threads for the engine (default: the engine's); 1 is "
                     "steadier when other jobs share the cores")

@@ -62,8 +62,8 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     add_kv_cache_options(eng)
     eng.add_argument("--speculative", choices=SPECULATIVE_METHODS, default=None,
                      help="draft method besides `prediction`: suffix (matches in the request and in recent "
-                          "outputs), ngram (prompt lookup) or off (default: %s)"
-                          % default(EngineConfig, "speculative"))
+                          "outputs), ngram (prompt lookup) or off "
+                          f"(default: {default(EngineConfig, 'speculative')})")
     eng.add_argument("--no-speculative", dest="speculative", action="store_const", const="off",
                      help="the same as --speculative off")
     lim = p.add_argument_group("request limits (each answers with its own 4xx/503)")

@@ -95,7 +95,7 @@ DRAFTER_COUNTERS = {
     "drafts": ("spec_decode_drafter_drafts", "Forward passes that verified a draft from this drafter."),
     "proposed": ("spec_decode_drafter_proposed_tokens", "Draft tokens this drafter proposed."),
     "accepted": ("spec_decode_drafter_accepted_tokens", "Draft tokens of this drafter that were accepted."),
-    "rejected": ("spec_decode_drafter_rejected_tokens", "Draft tokens of this drafter that were rolled back."),
+    "rejected": ("spec_decode_drafter_rejected_tokens", "Draft tokens of this drafter rolled back."),
 }
 
 

@@ -111,8 +111,9 @@ def replay_requests(eng: Engine, prep, cap: int) -> list[Request]:
     requests = []
     for number, step in enumerate(replay_transcript(prep.workspace, prep.edited_path,
                                                     prep.replies["udiff"]), 1):
-        req = _forced(eng, "replay", f"{prep.task.id} step {number}", eng.apply_chat_template(prompt.messages),
-                      reply_token_ids(eng, step.reply), cap)
+        ids = eng.apply_chat_template(prompt.messages)
+        reply = reply_token_ids(eng, step.reply)
+        req = _forced(eng, "replay", f"{prep.task.id} step {number}", ids, reply, cap)
         if req is None:  # the transcript outgrew the context
             break
         requests.append(req)
@@ -194,11 +195,11 @@ def report(results: dict[str, dict[str, Side]]) -> str:
     for case, sides in results.items():
         if {"off", "ngram", "suffix"} <= set(sides):
             off, ngram, suffix = sides["off"], sides["ngram"], sides["suffix"]
-            ratios.append([CASES[case], f"{ratio(off.passes, ngram.passes):.2f}x",
-                           f"{ratio(off.passes, suffix.passes):.2f}x", f"{ratio(ngram.passes, suffix.passes):.2f}x",
-                           f"{ratio(off.wall_s, ngram.wall_s):.2f}x", f"{ratio(off.wall_s, suffix.wall_s):.2f}x"])
-    text = table("speculative decoding by drafter (wall s: the timed requests, decode after a cached prefill)",
-                 header, rows)
+            pairs = [(off.passes, ngram.passes), (off.passes, suffix.passes), (ngram.passes, suffix.passes),
+                     (off.wall_s, ngram.wall_s), (off.wall_s, suffix.wall_s)]
+            ratios.append([CASES[case]] + [f"{ratio(a, b):.2f}x" for a, b in pairs])
+    title = "speculative decoding by drafter (wall s: the timed requests, decode after a cached prefill)"
+    text = table(title, header, rows)
     if ratios:
         text += "\n\n" + table("ratios (fewer passes; speed-up in wall seconds)",
                                ["workload", "passes off/ngram", "off/suffix", "ngram/suffix", "speed ngram",
@@ -210,7 +211,8 @@ def json_lines(results: dict[str, dict[str, Side]]) -> list[str]:
     """One object per (workload, drafter)."""
     return [json.dumps({"workload": case, "drafter": name, "decode_passes": s.passes,
                         "completion_tokens": s.tokens, "seconds": round(s.wall_s, 4),
-                        "decode_seconds": round(s.decode_s, 4), "accepted": s.accepted, "rejected": s.rejected})
+                        "decode_seconds": round(s.decode_s, 4), "accepted": s.accepted,
+                        "rejected": s.rejected})
             for case, sides in results.items() for name, s in sides.items()]
 
 

@@ -73,7 +73,7 @@ def _seq(tokens, salt=None, **params):
 
 
 def test_drafts_from_own_text_with_length_scaled_to_the_match():
-    d = SuffixDrafter(SuffixOptions(max_tokens=32))
+    d = SuffixDrafter(SuffixOptions(max_tokens=32, factor=1.0))
     body = list(range(10, 50))
     seq = _seq(body + [99] + body[:3])
     assert d.propose(seq, 32) == body[3:6]  # a 3-token match earns 3 drafts
@@ -88,14 +88,14 @@ def test_history_is_shared_within_a_salt_only():
     done.token_ids += [40, 41, 42, 43, 44, 45, 46]
     done.finish("stop")
     d.finished(done)
-    assert d.propose(_seq([7, 40, 41, 42], salt="tenant-a"), 8) == [43, 44, 45]  # 3 matched: 3 drafts
-    assert d.propose(_seq([40, 41, 42, 43], salt="tenant-a"), 8) == [44, 45, 46]  # the output's end
+    # 3 tokens matched earn 4 x 3 drafts; the output's end comes first
+    assert d.propose(_seq([7, 40, 41, 42], salt="tenant-a"), 8) == [43, 44, 45, 46]
     assert d.propose(_seq([7, 40, 41, 42], salt="tenant-b"), 8) == []
     assert d.propose(_seq([7, 40, 41, 42]), 8) == []
 
 
 def test_low_acceptance_silences_short_matches():
-    d = SuffixDrafter(SuffixOptions(min_acceptance=0.2, confident_match=6))
+    d = SuffixDrafter(SuffixOptions(token_cost=0.1, confident_match=6, factor=1.0))
     seq = _seq([5, 6, 1, 2, 9, 9, 1, 2])
     assert d.propose(seq, 8) == [9, 9]
     for _ in range(8):  # every draft rejected
@@ -105,7 +105,13 @@ def test_low_acceptance_silences_short_matches():
     seq.token_ids += [5, 6, 1]
     assert d.propose(seq, 8) == []  # a 3-token match is not enough any more
     seq.token_ids += [2, 9, 9, 1, 2]
-    assert d.propose(seq, 8) == [3, 3]  # an 8-token match still drafts, 2 tokens at a ~6% rate
+    assert d.propose(seq, 8) == [3, 3]  # an 8-token match still probes with 2 tokens
+
+
+def test_draft_length_is_where_reaching_a_token_stops_paying():
+    d = SuffixDrafter(SuffixOptions(max_tokens=32, token_cost=0.05))
+    # 0.5^4 >= 0.05 > 0.5^5; a sure rate drafts all the match allows; below the cost, nothing
+    assert (d._worth(0.5), d._worth(0.9), d._worth(1.0), d._worth(0.04)) == (4, 28, 32, 0)
 
 
 # ---- through the engine (the copy model of test_speculative.py: drafts are often right, not always) ----
