@@ -8,7 +8,7 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 SpeculativeMethod = Literal["ngram", "suffix", "off"]
 SPECULATIVE_METHODS: tuple[str, ...] = get_args(SpeculativeMethod)
-DEFAULT_SPECULATIVE: SpeculativeMethod = "suffix"
+DEFAULT_SPECULATIVE: SpeculativeMethod = "ngram"
 
 
 class EngineConfig(BaseModel):
@@ -39,9 +39,10 @@ class EngineConfig(BaseModel):
     scheduling_policy: Literal["fcfs", "cache_aware"] = "fcfs"
 
     # Speculative decoding (engine/speculative.py): drafts verified in one forward pass. The method drafts
-    # requests without a `prediction` (and those whose prediction has nothing to offer): "suffix" (the
-    # default: fewest passes on edits and agent replays, not slower on open text, `deltaserve bench spec`),
-    # "ngram" (prompt lookup) or "off". True / False (the old boolean) mean the default / "off".
+    # requests without a `prediction` (and those whose prediction has nothing to offer): "ngram" (prompt
+    # lookup, the default: `deltaserve bench spec` measured suffix drafts within 5% of its decode passes on
+    # forced edits and agent replays, with wider verify passes), "suffix" (engine/suffix_drafter.py) or
+    # "off". True / False (the old boolean) mean the default / "off".
     speculative: SpeculativeMethod = DEFAULT_SPECULATIVE
     num_speculative_tokens: int = Field(default=8, ge=1)  # prompt-lookup and prediction drafts
     prompt_lookup_min: int = Field(default=2, ge=1)
