@@ -94,6 +94,7 @@ class StepReport(_Savings):
 
     prompt_tokens: int
     cached_tokens: int | None  # None: the provider did not report it
+    cached_tokens_disk: int | None = None  # of cached_tokens, read from our engine's disk tier; None: unknown
     completion_tokens: int
     whole_file_tokens: int = 0  # tokens of the `whole` reply carrying the same edits; 0 without edits
     decode_passes: int | None = None
@@ -121,6 +122,8 @@ class StepReport(_Savings):
         measured = {name: getattr(completion, name, None) for name in (
             "prompt_tokens", "cached_tokens", "completion_tokens", "decode_passes", "accepted_draft_tokens",
             "rejected_draft_tokens", "ttft_s", "decode_s")}
+        engine_metrics = getattr(completion, "metrics", None) or {}  # our server's / local engine's extension
+        measured["cached_tokens_disk"] = engine_metrics.get("cached_tokens_disk")
         measured["prompt_tokens"] = measured["prompt_tokens"] or 0
         measured["completion_tokens"] = measured["completion_tokens"] or 0
         return cls(**{**measured, "reply": getattr(completion, "text", ""), **fields})
