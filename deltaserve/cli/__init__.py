@@ -26,7 +26,7 @@ from deltaserve.errors import DeltaserveError
 COMMANDS = {
     "fix": "fix a failing test with an edit-by-diff agent; report tokens saved",
     "serve": "serve a model over an OpenAI-compatible HTTP API",
-    "eval": "task suite checks, decode-cost and agent evals, reports",
+    "eval": "task suite checks, decode-cost and agent evals, reports, SWE-bench import",
     "bench": "benchmarks: ours vs HF generate, prefix cache, speculation, load",
     "demo": "the agent on an example bug, then the quick decode-cost eval",
     "mcp": "serve the file/patch/test tools over MCP (stdio)",

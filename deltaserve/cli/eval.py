@@ -1,4 +1,5 @@
-"""`deltaserve eval check-tasks | decode-cost | agent | report`: the bug-fix task suite and its evals."""
+"""`deltaserve eval check-tasks | decode-cost | agent | report | import-swebench`: the bug-fix task suite
+(the bundled one or any folder of tasks) and its evals."""
 
 from __future__ import annotations
 
