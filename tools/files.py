@@ -104,8 +104,9 @@ def iter_files(ws: Workspace, pattern: str | None = None) -> Iterator[str]:
                 continue
             if want is not None and not want.match_file(rel):
                 continue
-            try:
-                ws.resolve(rel)  # drop symlinks that point outside the workspace
+            try:  # drop symlinks that point outside the workspace or loop, and FIFOs (a read would block)
+                if not ws.exists(rel):
+                    continue
             except WorkspaceError:
                 continue
             yield rel

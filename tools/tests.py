@@ -3,7 +3,9 @@
 The command runs in a new session (so in its own process group). On timeout the whole group gets SIGTERM,
 then SIGKILL after a short grace; the group is also killed after a normal exit, so stray children
 (`sleep 1000 &` in a test) never outlive the run. Output is read continuously and only a head and a tail
-are kept, so a test printing gigabytes costs constant memory and the model sees both ends.
+are kept, so a test printing gigabytes costs constant memory and the model sees both ends; past
+`max_output_bytes` the group is killed, so it costs no more time either. The command runs in a sandbox
+(sandbox.py: bubblewrap by default when it works here) and the result says which one.
 """
 
 from __future__ import annotations
@@ -17,12 +19,14 @@ import threading
 import time
 from dataclasses import dataclass, field
 
+from deltaserve.tools.sandbox import Sandbox, choose
 from deltaserve.tools.workspace import Workspace
 
 DEFAULT_COMMAND = "python -m pytest -q"
 HEAD_BYTES = 8_000
 TAIL_BYTES = 16_000
 KILL_GRACE_S = 2.0
+MAX_OUTPUT_BYTES = 64 << 20
 
 _SUMMARY_LINE = re.compile(r"^=*\s*(?P<body>(?:\d+ \w+(?:, )?)+)(?: in [\d.]+s.*)?\s*=*\s*$")
 _COUNT = re.compile(r"(\d+) (passed|failed|errors?|skipped|xfailed|xpassed|deselected|warnings?)")
@@ -52,34 +56,52 @@ class TestResult:
     timed_out: bool = False
     output_truncated: bool = False
     command: str = ""
+    output_limit_exceeded: bool = False  # killed for printing more than max_output_bytes
+    sandbox: str = "none"  # where it ran: tools.sandbox's name for it
 
     @property
     def ok(self) -> bool:
-        return self.exit_code == 0 and not self.timed_out and self.failed == 0 and self.errors == 0
+        return (self.exit_code == 0 and not self.timed_out and not self.output_limit_exceeded
+                and self.failed == 0 and self.errors == 0)
 
     def summary(self) -> str:
         """A few lines for the model's next prompt."""
         if self.timed_out:
             head = f"TIMED OUT after {self.duration_s:.1f}s (the test process group was killed)"
+        elif self.output_limit_exceeded:
+            head = "STOPPED: the tests printed more output than the limit (the test process group was killed)"
         else:
             counts = f"{self.passed} passed, {self.failed} failed, {self.errors} errors"
-            head = f"exit code {self.exit_code}: {counts}"
+            head = f"exit code {self.exit_code}{_signal_note(self.exit_code)}: {counts}"
         lines = [head]
         if self.failing_tests:
             lines.append("failing: " + ", ".join(self.failing_tests[:20]))
         return "\n".join(lines)
 
 
-class _CappedReader(threading.Thread):
-    """Drains a pipe; keeps the first HEAD_BYTES and the last TAIL_BYTES."""
+def _signal_note(exit_code: int | None) -> str:
+    """' (SIGXCPU)' for a process killed by a signal: negative codes, or 128+N as shells and bwrap report it."""
+    if exit_code is None or 0 <= exit_code <= 128:
+        return ""
+    try:
+        return f" ({signal.Signals(-exit_code if exit_code < 0 else exit_code - 128).name})"
+    except ValueError:
+        return ""
 
-    def __init__(self, stream, head_bytes: int, tail_bytes: int):
+
+class _CappedReader(threading.Thread):
+    """Drains a pipe; keeps the first HEAD_BYTES and the last TAIL_BYTES; calls `on_limit` once when more
+    than `limit` bytes came (and keeps draining until the writers are gone)."""
+
+    def __init__(self, stream, head_bytes: int, tail_bytes: int, limit: int | None = None, on_limit=None):
         super().__init__(daemon=True)
         self.stream = stream
         self.head_bytes, self.tail_bytes = head_bytes, tail_bytes
         self.head = bytearray()
         self.tail = bytearray()
         self.total = 0
+        self.limit, self.on_limit = limit, on_limit
+        self.limit_exceeded = False
 
     def run(self) -> None:
         read = self.stream.read1 if hasattr(self.stream, "read1") else self.stream.read
@@ -91,6 +113,9 @@ class _CappedReader(threading.Thread):
             if not chunk:
                 break
             self.total += len(chunk)
+            if self.limit is not None and self.total > self.limit and not self.limit_exceeded:
+                self.limit_exceeded = True
+                self.on_limit()
             room = self.head_bytes - len(self.head)
             if room > 0:
                 self.head += chunk[:room]
@@ -133,20 +158,24 @@ def _group_alive(pgid: int) -> bool:
     return False
 
 
+def _signal_group(pgid: int, sig: int) -> bool:
+    """Send `sig` to the group; False when nobody is left in it."""
+    try:
+        os.killpg(pgid, sig)
+        return True
+    except (ProcessLookupError, PermissionError):
+        return False
+
+
 def _kill_group(pgid: int, proc: subprocess.Popen, grace: float) -> None:
     """SIGTERM the group, wait up to `grace` for the leader, then SIGKILL whatever is left of the group and
     wait (bounded) until the kernel has actually taken every member down."""
-    try:
-        os.killpg(pgid, signal.SIGTERM)
-    except (ProcessLookupError, PermissionError):
-        pass
+    _signal_group(pgid, signal.SIGTERM)
     try:
         proc.wait(timeout=grace)
     except subprocess.TimeoutExpired:
         pass
-    try:
-        os.killpg(pgid, signal.SIGKILL)
-    except (ProcessLookupError, PermissionError):
+    if not _signal_group(pgid, signal.SIGKILL):
         return
     deadline = time.monotonic() + KILL_GRACE_S
     while _group_alive(pgid) and time.monotonic() < deadline:
@@ -182,24 +211,26 @@ def run_tests(
     head_bytes: int = HEAD_BYTES,
     tail_bytes: int = TAIL_BYTES,
     env: dict[str, str] | None = None,
+    sandbox: Sandbox | str = "auto",
+    max_output_bytes: int | None = MAX_OUTPUT_BYTES,
 ) -> TestResult:
-    """Run `command` in the workspace root (a string goes through /bin/sh, a list is exec'd directly).
-    `python` on PATH is this interpreter's environment, so `python -m pytest` finds pytest."""
-    run_env = dict(os.environ)
-    run_env["PATH"] = os.path.dirname(sys.executable) + os.pathsep + run_env.get("PATH", "")
-    run_env.setdefault("PYTHONDONTWRITEBYTECODE", "1")
-    run_env.update(env or {})
+    """Run `command` in the workspace root (a string goes through /bin/sh, a list is exec'd directly) inside
+    `sandbox` (a Sandbox or its name: auto, bwrap, none). `python` on PATH is this interpreter's environment,
+    so `python -m pytest` finds pytest; `env` is added to what the sandbox lets through."""
+    box = choose(sandbox) if isinstance(sandbox, str) else sandbox
+    extra = {"PATH": os.path.dirname(sys.executable) + os.pathsep + os.environ.get("PATH", ""),
+             "PYTHONDONTWRITEBYTECODE": os.environ.get("PYTHONDONTWRITEBYTECODE", "1"), **(env or {})}
+    argv = ["/bin/sh", "-c", command] if isinstance(command, str) else list(command)
     shown = command if isinstance(command, str) else " ".join(command)
     start = time.monotonic()
     try:
-        proc = subprocess.Popen(
-            command, shell=isinstance(command, str), cwd=ws.root, env=run_env, stdin=subprocess.DEVNULL,
-            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, start_new_session=True,
-        )
+        proc = box.spawn(argv, ws.root, box.environment(os.environ, extra), stdin=subprocess.DEVNULL,
+                         stdout=subprocess.PIPE, stderr=subprocess.STDOUT, start_new_session=True)
     except OSError as exc:
-        return TestResult(None, output=f"could not start {shown!r}: {exc}", command=shown)
+        return TestResult(None, output=f"could not start {shown!r}: {exc}", command=shown, sandbox=box.name)
     pgid = proc.pid  # start_new_session: the child leads its own session and group
-    reader = _CappedReader(proc.stdout, head_bytes, tail_bytes)
+    reader = _CappedReader(proc.stdout, head_bytes, tail_bytes, max_output_bytes,
+                           on_limit=lambda: _signal_group(pgid, signal.SIGKILL))
     reader.start()
     timed_out = False
     try:
@@ -215,10 +246,12 @@ def run_tests(
             pass
         reader.join(timeout=KILL_GRACE_S)
         proc.stdout.close()
+        box.finish(ws.root)
     duration = time.monotonic() - start
     output, truncated = reader.text()
     passed, failed, errors, ids = parse_pytest_output(output)
     return TestResult(
         exit_code=proc.returncode, passed=passed, failed=failed, errors=errors, failing_tests=ids,
         duration_s=duration, output=output, timed_out=timed_out, output_truncated=truncated, command=shown,
+        output_limit_exceeded=reader.limit_exceeded, sandbox=box.name,
     )

@@ -96,6 +96,10 @@ class HunkError(ToolError):
         self.index = 0  # 0-based hunk that failed, set by whoever placed the hunks in order
 
 
+class SandboxError(ToolError):
+    """A sandbox that was asked for cannot run here (bubblewrap missing or not permitted), or an unknown name."""
+
+
 # harness --------------------------------------------------------------------------------------------------
 
 

@@ -42,3 +42,24 @@ def workspace(tmp_path):
         return Workspace(root)
 
     return _make
+
+
+def running_in(root) -> list[int]:
+    """Host pids of live processes whose working directory is under `root` (sandboxed ones included)."""
+    root = str(root)
+    pids = []
+    for entry in os.listdir("/proc"):
+        try:
+            cwd = os.readlink(f"/proc/{entry}/cwd")
+            with open(f"/proc/{entry}/stat") as fh:
+                state = fh.read().rsplit(")", 1)[1].split()[0]
+        except (OSError, IndexError):
+            continue
+        if state not in ("Z", "X") and (cwd == root or cwd.startswith(root + "/")):
+            pids.append(int(entry))
+    return pids
+
+
+@pytest.fixture(name="running_in")
+def running_in_fixture():
+    return running_in

@@ -1,4 +1,8 @@
-"""run_tests: real subprocesses — pytest summaries, a hang, forked hanging children, a 100 MB flood."""
+"""run_tests: real subprocesses — pytest summaries, a hang, forked hanging children, a 100 MB flood.
+
+The tests that read host pids back run unsandboxed (`sandbox="none"`: inside bwrap `$$` is a pid of the
+sandbox's own namespace); the same kills inside the sandbox are checked by the processes' working
+directories, and test_sandbox.py covers the rest of it."""
 
 from __future__ import annotations
 
@@ -7,8 +11,10 @@ import textwrap
 
 import pytest
 
+from deltaserve.tools.sandbox import INSTALL_HINT, bwrap_problem
 from deltaserve.tools.tests import is_test_path, parse_pytest_output, run_tests
 
+needs_bwrap = pytest.mark.skipif(bwrap_problem() is not None, reason=f"{bwrap_problem()}; {INSTALL_HINT}")
 NO_PLUGINS = {
     "PYTEST_DISABLE_PLUGIN_AUTOLOAD": "1"
 }  # third-party plugin imports are slow and irrelevant here
@@ -71,13 +77,14 @@ def test_passing_suite_is_ok(workspace):
 
 def test_hanging_command_is_killed(workspace):
     ws = workspace({})
-    res = run_tests(ws, "echo started; echo $$ > pids; sleep 300", timeout=1.0)
+    res = run_tests(ws, "echo started; echo $$ > pids; sleep 300", timeout=1.0, sandbox="none")
     assert res.timed_out and not res.ok
     assert "started" in res.output
     assert not any(_alive(p) for p in _pids(ws.root / "pids"))
 
 
-def test_forked_hanging_children_are_killed(workspace):
+@pytest.mark.parametrize("sandbox", ["none", pytest.param("bwrap", marks=needs_bwrap)])
+def test_forked_hanging_children_are_killed(workspace, running_in, sandbox):
     """Children and grandchildren that hang (and ignore SIGTERM) die with the group, timeout or not."""
     ws = workspace({})
     script = (
@@ -87,26 +94,31 @@ def test_forked_hanging_children_are_killed(workspace):
         "python -c 'import os,time; open(\"pids\",\"a\").write(str(os.getpid())+\"\\n\"); time.sleep(300)' & "
         "sleep 0.5; echo $$ >> pids; sleep 300"
     )
-    res = run_tests(ws, script, timeout=3.0)
+    res = run_tests(ws, script, timeout=3.0, sandbox=sandbox)
     assert res.timed_out
     pids = _pids(ws.root / "pids")
     assert len(pids) >= 4
-    assert [p for p in pids if _alive(p)] == []
+    if sandbox == "none":
+        assert [p for p in pids if _alive(p)] == []
+    assert running_in(ws.root) == []
 
 
-def test_background_children_do_not_outlive_a_normal_exit(workspace):
+@pytest.mark.parametrize("sandbox", ["none", pytest.param("bwrap", marks=needs_bwrap)])
+def test_background_children_do_not_outlive_a_normal_exit(workspace, running_in, sandbox):
     ws = workspace({})
-    res = run_tests(ws, "sleep 300 & echo $! > pids; sleep 0.2; echo done", timeout=60)
+    res = run_tests(ws, "sleep 300 & echo $! > pids; sleep 0.2; echo done", timeout=60, sandbox=sandbox)
     assert not res.timed_out and res.exit_code == 0
     assert "done" in res.output
-    assert not any(_alive(p) for p in _pids(ws.root / "pids"))
+    if sandbox == "none":
+        assert not any(_alive(p) for p in _pids(ws.root / "pids"))
+    assert running_in(ws.root) == []
 
 
 def test_100mb_of_output_is_capped(workspace):
     ws = workspace({})
     cmd = ("python -c \"import sys; [sys.stdout.write('x' * 1023 + '\\n') for _ in range(100 * 1024)]; "
            "print('THE END')\"")
-    res = run_tests(ws, cmd, timeout=120, head_bytes=4000, tail_bytes=6000)
+    res = run_tests(ws, cmd, timeout=120, head_bytes=4000, tail_bytes=6000, max_output_bytes=None)
     assert res.exit_code == 0 and not res.timed_out
     assert res.output_truncated
     assert len(res.output) < 4000 + 6000 + 200
@@ -118,11 +130,22 @@ def test_100mb_of_output_is_capped(workspace):
 
 def test_flood_that_hangs_is_killed_and_capped(workspace):
     ws = workspace({})
-    res = run_tests(ws, "echo $$ > pids; exec yes flood", timeout=1.0, head_bytes=1000, tail_bytes=1000)
+    res = run_tests(ws, "echo $$ > pids; exec yes flood", timeout=1.0, head_bytes=1000, tail_bytes=1000,
+                    sandbox="none", max_output_bytes=None)
     assert res.timed_out and res.output_truncated
     assert len(res.output) < 2200
     pids = _pids(ws.root / "pids")
     assert len(pids) == 1 and not _alive(pids[0])
+
+
+@pytest.mark.parametrize("sandbox", ["none", pytest.param("bwrap", marks=needs_bwrap)])
+def test_flood_past_the_output_limit_is_stopped(workspace, running_in, sandbox):
+    ws = workspace({})
+    res = run_tests(ws, "exec yes flood", timeout=120, head_bytes=1000, tail_bytes=1000, sandbox=sandbox,
+                    max_output_bytes=10 << 20)
+    assert res.output_limit_exceeded and not res.timed_out and not res.ok
+    assert res.summary().startswith("STOPPED") and res.output_truncated
+    assert running_in(ws.root) == []
 
 
 def test_missing_command(workspace):

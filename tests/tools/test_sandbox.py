@@ -1,0 +1,299 @@
+"""The bwrap sandbox, for real: a repo whose tests each try one escape (write the real home, write outside
+through a symlink they plant, reach a server on the host's 127.0.0.1, read an API key, fork 10,000
+processes, allocate 64 GB, print 1 GB). Every attempt fails inside the sandbox, the run says so, and the
+host, the workspace and the process table are as before. A normal suite still passes in it."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import socket
+import textwrap
+import threading
+import time
+from pathlib import Path
+
+import pytest
+
+from deltaserve.tools import sandbox
+from deltaserve.tools.tests import run_tests
+from deltaserve.tools.workspace import Workspace
+
+PROBLEM = sandbox.bwrap_problem()
+needs_bwrap = pytest.mark.skipif(PROBLEM is not None,
+                                 reason=f"{PROBLEM}; install it with `{sandbox.INSTALL_HINT}`")
+ESCAPE_NAME = ".deltaserve-escape"
+API_KEY = "sk-deltaserve-sandbox-test-not-a-real-key"
+
+ATTACKS = textwrap.dedent('''
+    import json, os, socket, subprocess, sys, time
+    from pathlib import Path
+
+    T = json.loads(Path(__file__).with_name("targets.json").read_text())
+
+    def test_write_home():
+        Path(os.path.expanduser("~"), ".deltaserve-escape").write_text("escaped\\n")  # the sandbox's HOME
+        Path(T["real_home"], ".deltaserve-escape").write_text("escaped\\n")
+
+    def test_write_through_symlink():
+        errors = []
+        targets = [T["outside_file"], os.path.join(T["real_home"], ".deltaserve-escape")]
+        for n, target in enumerate(targets):
+            os.symlink(target, f"planted_link{n}")
+            try:
+                Path(f"planted_link{n}").write_text("escaped\\n")
+            except OSError as exc:
+                errors.append(repr(exc))
+        assert not errors, errors
+
+    def test_connect_to_host():
+        with socket.create_connection(("127.0.0.1", T["port"]), timeout=5) as conn:
+            conn.sendall(b"escaped\\n")
+
+    def test_read_api_key():
+        assert os.environ["OPENAI_API_KEY"] == T["api_key"]
+
+    BOMB = """
+    import os, time
+    n = 0
+    try:
+        for n in range(1, 10_001):
+            if os.fork() == 0:
+                os.closerange(0, 3)  # so the parent's pipes close when the parent exits
+                time.sleep(60)
+                os._exit(0)
+    except OSError as exc:
+        raise SystemExit(f"fork {n} failed: {exc!r}")
+    print("forked 10000")
+    """
+
+    def test_fork_bomb():  # from a small process, whose forks are quick
+        out = subprocess.run([sys.executable, "-c", BOMB], capture_output=True, text=True)
+        assert "forked 10000" in out.stdout, out.stderr
+
+    def test_allocate_64gb():
+        block = bytearray(64 << 30)
+        assert len(block) == 64 << 30
+
+    def test_print_1gb():
+        line = "x" * 1023 + "\\n"
+        for _ in range(1 << 20):
+            sys.stdout.write(line)
+''')
+
+# What each failed attempt looks like in the test output.
+ATTACK_ERRORS = {
+    "write_home": ["Read-only file system"],
+    # the host's /tmp is not there (a private one is), the home directory is read-only
+    "write_through_symlink": ["No such file or directory", "Read-only file system"],
+    "connect_to_host": ["Connection refused"],  # the sandbox's own loopback: nobody listens on that port
+    "read_api_key": ["KeyError: 'OPENAI_API_KEY'"],
+    "fork_bomb": ["BlockingIOError"],
+    "allocate_64gb": ["MemoryError"],
+}
+
+
+class HostServer:
+    """A TCP server on the host's 127.0.0.1; counts the connections it accepted."""
+
+    def __init__(self):
+        self.sock = socket.create_server(("127.0.0.1", 0))
+        self.sock.settimeout(0.2)
+        self.port = self.sock.getsockname()[1]
+        self.accepted = 0
+        self.stop = threading.Event()
+        self.thread = threading.Thread(target=self._serve, daemon=True)
+        self.thread.start()
+
+    def _serve(self):
+        while not self.stop.is_set():
+            try:
+                conn, _ = self.sock.accept()
+            except TimeoutError:
+                continue
+            self.accepted += 1
+            conn.close()
+
+    def close(self):
+        self.stop.set()
+        self.thread.join()
+        self.sock.close()
+
+
+@pytest.fixture
+def attack_repo(tmp_path, monkeypatch):
+    """The attack repo, an outside file its symlink aims at, a host server, an API key in our env."""
+    monkeypatch.setenv("OPENAI_API_KEY", API_KEY)
+    outside = tmp_path / "outside" / "victim.txt"
+    outside.parent.mkdir()
+    outside.write_text("original\n")
+    server = HostServer()
+    repo = tmp_path / "repo"
+    repo.mkdir()
+    (repo / "test_attacks.py").write_text(ATTACKS)
+    targets = {"real_home": os.path.expanduser("~"), "outside_file": str(outside), "port": server.port,
+               "api_key": API_KEY}
+    (repo / "targets.json").write_text(json.dumps(targets))
+    yield Workspace(repo), outside, server
+    server.close()
+
+
+def _attack(ws: Workspace, name: str, box: str):
+    cmd = f"python -m pytest -q -s -p no:cacheprovider test_attacks.py::test_{name}"
+    return run_tests(ws, cmd, timeout=120, env={"PYTEST_DISABLE_PLUGIN_AUTOLOAD": "1"}, sandbox=box)
+
+
+def _digest(root: Path) -> dict[str, str]:
+    return {p.name: hashlib.sha256(p.read_bytes()).hexdigest() for p in root.iterdir() if p.is_file() and not p.is_symlink()}
+
+
+def _owned_by_sandbox_uid(root: Path) -> list[str]:
+    return [str(p) for p in root.rglob("*") if p.lstat().st_uid == sandbox.OUTSIDE_ID]
+
+
+@needs_bwrap
+@pytest.mark.parametrize("name", [*ATTACK_ERRORS, "print_1gb"])
+def test_every_escape_fails_inside_the_sandbox(attack_repo, running_in, name):
+    ws, outside, server = attack_repo
+    real_escape = Path(os.path.expanduser("~"), ESCAPE_NAME)
+    assert not real_escape.exists()
+    before = _digest(ws.root)
+
+    res = _attack(ws, name, "bwrap")
+
+    assert res.sandbox == "bwrap" and not res.ok and not res.timed_out
+    if name == "print_1gb":  # stopped by the output limit, long before a gigabyte
+        assert res.output_limit_exceeded and res.summary().startswith("STOPPED")
+        assert res.output_truncated and len(res.output) < 30_000
+    else:
+        assert res.failing_tests == [f"test_attacks.py::test_{name}"], res.output[-3000:]
+        for error in ATTACK_ERRORS[name]:
+            assert error in res.output, res.output[-3000:]
+    assert not real_escape.exists()
+    assert outside.read_text() == "original\n"
+    assert server.accepted == 0
+    assert _digest(ws.root) == before  # the repo's own files are untouched
+    assert running_in(ws.root) == []  # nothing it started is still running
+    assert _owned_by_sandbox_uid(ws.root) == []  # what it created was given back to the workspace's owner
+
+
+@pytest.mark.parametrize("name", ["write_through_symlink", "connect_to_host", "read_api_key"])
+def test_the_same_attacks_succeed_without_a_sandbox(attack_repo, name):
+    """The attack tests are real: without the sandbox these three (the harmless ones) get through."""
+    ws, outside, server = attack_repo
+    targets = json.loads((ws.root / "targets.json").read_text())
+    fake_home = ws.root.parent / "home"  # never the real one, unsandboxed
+    fake_home.mkdir()
+    (ws.root / "targets.json").write_text(json.dumps({**targets, "real_home": str(fake_home)}))
+    res = _attack(ws, name, "none")
+    assert res.ok and res.sandbox == "none", res.output[-3000:]
+    if name == "write_through_symlink":
+        assert outside.read_text() == (fake_home / ESCAPE_NAME).read_text() == "escaped\n"
+    if name == "connect_to_host":
+        deadline = time.monotonic() + 5
+        while server.accepted == 0 and time.monotonic() < deadline:
+            time.sleep(0.05)
+        assert server.accepted == 1
+
+
+NORMAL_SUITE = textwrap.dedent('''
+    import multiprocessing, os, socket, subprocess, sys, threading
+
+    def test_tmp_path_and_home(tmp_path):
+        (tmp_path / "f.txt").write_text("hi")
+        assert (tmp_path / "f.txt").read_text() == "hi"
+        home = os.path.expanduser("~/cache")
+        os.makedirs(home, exist_ok=True)
+
+    def test_writes_in_the_workspace():
+        with open("out.txt", "w") as fh:
+            fh.write("written by a test\\n")
+
+    def test_subprocess():
+        out = subprocess.run([sys.executable, "-c", "print(6 * 7)"], capture_output=True, text=True, check=True)
+        assert out.stdout.strip() == "42"
+
+    def _square(x):
+        return x * x
+
+    def test_multiprocessing_pool():
+        with multiprocessing.get_context("fork").Pool(2) as pool:
+            assert pool.map(_square, range(5)) == [0, 1, 4, 9, 16]
+
+    def test_a_server_of_its_own_on_loopback():
+        srv = socket.create_server(("127.0.0.1", 0))
+        port = srv.getsockname()[1]
+        threading.Thread(target=lambda: srv.accept()[0].sendall(b"pong"), daemon=True).start()
+        with socket.create_connection(("127.0.0.1", port), timeout=5) as conn:
+            assert conn.recv(4) == b"pong"
+        srv.close()
+''')
+
+
+@needs_bwrap
+def test_a_normal_suite_passes_inside_the_sandbox(tmp_path):
+    (tmp_path / "test_normal.py").write_text(NORMAL_SUITE)
+    ws = Workspace(tmp_path)
+    res = run_tests(ws, "python -m pytest -q -p no:cacheprovider", timeout=120,
+                    env={"PYTEST_DISABLE_PLUGIN_AUTOLOAD": "1"}, sandbox="bwrap")
+    assert res.ok and res.passed == 5 and res.sandbox == "bwrap", res.output[-3000:]
+    out = tmp_path / "out.txt"
+    assert out.read_text() == "written by a test\n"
+    assert (out.stat().st_uid, out.stat().st_gid) == (tmp_path.stat().st_uid, tmp_path.stat().st_gid)
+
+
+@needs_bwrap
+def test_a_daemon_started_by_a_test_dies_with_the_run(tmp_path, running_in):
+    """A detached grandchild (new session, out of the process group) that would plant a symlink to
+    outside after the run: the sandbox's PID namespace ends with the run, so it never does."""
+    script = ("import os, time\n"
+              "if os.fork() == 0:\n"
+              "    os.setsid()\n"
+              "    time.sleep(1.0)\n"
+              "    os.symlink('/etc', 'late_link')\n"
+              "    os._exit(0)\n")
+    (tmp_path / "daemon.py").write_text(script)
+    res = run_tests(Workspace(tmp_path), "python daemon.py; echo started", timeout=60, sandbox="bwrap")
+    assert res.exit_code == 0 and "started" in res.output
+    time.sleep(1.5)
+    assert not os.path.lexists(tmp_path / "late_link")
+    assert running_in(tmp_path) == []
+
+
+@needs_bwrap
+def test_hang_in_the_sandbox_is_killed(tmp_path, running_in):
+    res = run_tests(Workspace(tmp_path), "echo started; sleep 300", timeout=1.0, sandbox="bwrap")
+    assert res.timed_out and not res.ok and "started" in res.output
+    assert running_in(tmp_path) == []
+
+
+def test_unknown_and_unavailable_sandboxes_are_clear_errors(monkeypatch):
+    with pytest.raises(sandbox.SandboxError, match="unknown sandbox 'docker'"):
+        sandbox.choose("docker")
+    monkeypatch.setattr(sandbox, "bwrap_problem", lambda: "bubblewrap (bwrap) is not installed")
+    with pytest.raises(sandbox.SandboxError, match="apt-get install bubblewrap"):
+        sandbox.choose("bwrap")
+
+
+def test_auto_without_bwrap_warns_once_and_runs_unsandboxed(monkeypatch, caplog, tmp_path):
+    monkeypatch.setattr(sandbox, "bwrap_problem", lambda: "bubblewrap (bwrap) is not installed")
+    sandbox._warn_once.cache_clear()
+    with caplog.at_level("WARNING", logger=sandbox.log.name):
+        first = sandbox.choose("auto")
+        sandbox.choose("auto")
+    assert first.name == "none"
+    warnings = [r.getMessage() for r in caplog.records]
+    assert len(warnings) == 1 and "apt-get install bubblewrap" in warnings[0] and "\n" not in warnings[0]
+    res = run_tests(Workspace(tmp_path), "echo ran", timeout=30, sandbox=first)
+    assert res.ok and res.sandbox == "none"
+    sandbox._warn_once.cache_clear()
+
+
+def test_environment_is_an_allow_list():
+    inherited = {"PATH": "/bin", "OPENAI_API_KEY": "sk-x", "AWS_SECRET_ACCESS_KEY": "y", "LC_ALL": "C",
+                 "HOME": "/root", "GITHUB_TOKEN": "z"}
+    env = sandbox.BwrapSandbox().environment(inherited, {"EXTRA": "1"})
+    assert env == {"PATH": "/bin", "LC_ALL": "C", "HOME": sandbox.SANDBOX_HOME, "TMPDIR": "/tmp",
+                   "USER": "sandbox", "LOGNAME": "sandbox", "EXTRA": "1"}
+    assert sandbox.NoSandbox().environment(inherited, {"EXTRA": "1"}) == {**inherited, "EXTRA": "1"}

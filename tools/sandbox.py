@@ -1,0 +1,267 @@
+"""Where a test command runs: `bwrap` isolates it with bubblewrap, `none` runs it with the caller's rights.
+
+Tests execute model-written code. Under `bwrap` that code sees the root filesystem read-only; only the
+workspace and a private, size-capped /tmp are writable; /run (service sockets) and known credential files
+under the home directory are hidden; it has a network namespace of its own (its own loopback, never the
+host's, and no route out), a PID namespace of its own (nothing it starts outlives the run), HOME inside the
+private /tmp, an allow-listed environment (no API keys) and per-process resource limits (CPU seconds,
+address space, processes, open files, file size) set with prlimit, which nothing inside can raise.
+
+The kernel does not apply the process limit to uid 0, so as root the command runs as an unprivileged uid
+(OUTSIDE_ID) in a user namespace that also maps root: with CAP_DAC_OVERRIDE and CAP_FOWNER in that
+namespace and no other capability it can edit the root-owned workspace but never become root again.
+What it creates in the workspace is given back to the workspace's owner afterwards. A non-root caller
+needs none of this: its own uid is mapped and the limits bind it.
+
+`choose("auto")` picks bwrap when a trial sandbox starts here, else none with a one-line warning.
+"""
+
+from __future__ import annotations
+
+import functools
+import json
+import logging
+import os
+import select
+import shutil
+import subprocess
+import sys
+import tempfile
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Protocol
+
+from deltaserve.errors import SandboxError
+
+NAMES = ("auto", "bwrap", "none")
+INSTALL_HINT = "apt-get install bubblewrap"
+SANDBOX_HOME = "/tmp/home"
+PRIVATE_DIRS = ("/tmp", "/var/tmp", "/run")  # empty and in memory inside the sandbox
+HIDDEN_UNDER_HOME = (".ssh", ".gnupg", ".aws", ".azure", ".kube", ".docker", ".config/gcloud", ".config/gh",
+                     ".netrc", ".git-credentials", ".pypirc", ".npmrc")
+ENV_ALLOWED = frozenset({
+    "PATH", "LANG", "LANGUAGE", "TZ", "TERM", "COLUMNS", "NO_COLOR", "FORCE_COLOR", "CI", "SOURCE_DATE_EPOCH",
+    "PYTHONPATH", "PYTHONHASHSEED", "PYTHONDONTWRITEBYTECODE", "PYTHONUTF8", "PYTHONIOENCODING", "PYTHONWARNINGS",
+    "VIRTUAL_ENV", "PYTEST_ADDOPTS", "PYTEST_DISABLE_PLUGIN_AUTOLOAD", "HF_HUB_OFFLINE", "TRANSFORMERS_OFFLINE",
+})
+INSIDE_ID = 1000  # the uid/gid the command has inside the sandbox when the caller is root
+OUTSIDE_ID = 2_147_483_646  # ... and the unprivileged uid/gid that is on the host
+KEPT_CAPS = ("dac_override", "fowner")  # as root: enough to edit root-owned workspace files, no more
+START_TIMEOUT_S = 10.0
+
+log = logging.getLogger(__name__)
+
+
+def _physical_memory() -> int:
+    try:
+        return os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
+    except (ValueError, OSError):
+        return 16 << 30
+
+
+@dataclass(frozen=True)
+class Limits:
+    """Per-process limits inside the bwrap sandbox (the process count is per sandbox)."""
+
+    cpu_seconds: int = 600
+    address_space_bytes: int = field(default_factory=lambda: min(16 << 30, _physical_memory()))
+    processes: int = 512  # processes and threads together
+    open_files: int = 4096
+    file_bytes: int = 1 << 30  # the largest file one write may grow
+    tmp_bytes: int = 1 << 30  # size of each private /tmp, /var/tmp, /run (they live in memory)
+
+    def prlimit(self) -> list[str]:
+        return ["prlimit", f"--cpu={self.cpu_seconds}", f"--as={self.address_space_bytes}",
+                f"--nproc={self.processes}", f"--nofile={self.open_files}", f"--fsize={self.file_bytes}", "--"]
+
+
+class Sandbox(Protocol):
+    name: str
+
+    def environment(self, inherited: Mapping[str, str], extra: Mapping[str, str]) -> dict[str, str]:
+        """The command's environment from the caller's and the variables asked for explicitly."""
+
+    def spawn(self, argv: list[str], root: Path, env: dict[str, str], **popen: Any) -> subprocess.Popen:
+        """Start `argv` with `root` (the workspace) as its working directory."""
+
+    def finish(self, root: Path) -> None:
+        """Called once the command and everything it started are gone."""
+
+
+class NoSandbox:
+    """The caller's rights, environment and filesystem (only the timeout and output cap apply)."""
+
+    name = "none"
+
+    def environment(self, inherited: Mapping[str, str], extra: Mapping[str, str]) -> dict[str, str]:
+        return {**inherited, **extra}
+
+    def spawn(self, argv: list[str], root: Path, env: dict[str, str], **popen: Any) -> subprocess.Popen:
+        return subprocess.Popen(argv, cwd=root, env=env, **popen)
+
+    def finish(self, root: Path) -> None:
+        pass
+
+
+class BwrapSandbox:
+    name = "bwrap"
+
+    def __init__(self, limits: Limits | None = None, bwrap: str = "bwrap"):
+        self.limits = limits or Limits()
+        self.bwrap = bwrap
+
+    def environment(self, inherited: Mapping[str, str], extra: Mapping[str, str]) -> dict[str, str]:
+        kept = {k: v for k, v in inherited.items() if k in ENV_ALLOWED or k.startswith("LC_")}
+        return {**kept, "HOME": SANDBOX_HOME, "TMPDIR": "/tmp", "USER": "sandbox", "LOGNAME": "sandbox", **extra}
+
+    def spawn(self, argv: list[str], root: Path, env: dict[str, str], **popen: Any) -> subprocess.Popen:
+        if shutil.which(argv[0], path=env.get("PATH")) is None:  # as Popen would say, not bwrap's execvp
+            raise FileNotFoundError(2, "No such file or directory", argv[0])
+        root = Path(root).resolve()
+        if os.geteuid() != 0:
+            user = ["--unshare-user", "--disable-userns", "--uid", str(os.getuid()), "--gid", str(os.getgid())]
+            return subprocess.Popen(self._command(user, [], argv, root), cwd=root, env=env, **popen)
+        return self._spawn_as_root(argv, root, env, popen)
+
+    def finish(self, root: Path) -> None:
+        if os.geteuid() == 0:
+            give_back(Path(root), OUTSIDE_ID)
+
+    def _command(self, user: list[str], setuid: list[str], argv: list[str], root: Path) -> list[str]:
+        args = [self.bwrap, *user, "--die-with-parent", "--unshare-pid", "--unshare-net", "--unshare-ipc",
+                "--unshare-uts", "--unshare-cgroup-try", "--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc"]
+        for private in PRIVATE_DIRS:
+            if os.path.isdir(private) and not os.path.islink(private):
+                args += ["--size", str(self.limits.tmp_bytes), "--tmpfs", private]
+        args += _hide_credentials(root)
+        for needed in _interpreter_dirs():  # our Python, should it live under a private dir
+            args += ["--ro-bind", needed, needed]
+        args += ["--bind", str(root), str(root), "--dir", SANDBOX_HOME, "--chdir", str(root), "--"]
+        return args + setuid + self.limits.prlimit() + argv
+
+    def _spawn_as_root(self, argv: list[str], root: Path, env: dict[str, str], popen: dict) -> subprocess.Popen:
+        """bwrap creates the user namespace and waits; we map INSIDE_ID to OUTSIDE_ID (and root to root, so
+        root-owned files are in reach of the kept capabilities), then let it go on."""
+        info_r, info_w = os.pipe()
+        block_r, block_w = os.pipe()
+        caps = ["CAP_SETUID", "CAP_SETGID", "CAP_SETPCAP", *(f"CAP_{c.upper()}" for c in KEPT_CAPS)]
+        user = ["--unshare-user", "--info-fd", str(info_w), "--userns-block-fd", str(block_r), "--cap-drop", "ALL"]
+        user += [arg for cap in caps for arg in ("--cap-add", cap)]
+        kept = ",".join(f"+{c}" for c in KEPT_CAPS)
+        setuid = ["setpriv", f"--reuid={INSIDE_ID}", f"--regid={INSIDE_ID}", "--clear-groups",
+                  f"--inh-caps=-all,{kept}", f"--ambient-caps={kept}", f"--bounding-set=-all,{kept}", "--"]
+        try:
+            proc = subprocess.Popen(self._command(user, setuid, argv, root), cwd=root, env=env,
+                                    pass_fds=(info_w, block_r), **popen)
+        finally:
+            os.close(info_w)
+            os.close(block_r)
+        try:
+            pid = _child_pid(info_r)
+            for kind, own in (("uid", 0), ("gid", 0)):
+                with open(f"/proc/{pid}/{kind}_map", "w") as fh:
+                    fh.write(f"{own} {own} 1\n{INSIDE_ID} {OUTSIDE_ID} 1\n")
+            os.write(block_w, b"1")
+        except (OSError, ValueError) as exc:
+            proc.kill()
+            said = proc.communicate()[0] if proc.stdout else b""
+            raise OSError(f"bwrap did not start ({exc}): {said.decode(errors='replace').strip()}") from None
+        finally:
+            os.close(info_r)
+            os.close(block_w)
+        return proc
+
+
+def _child_pid(info_fd: int) -> int:
+    """The sandbox's first process (host pid) from bwrap's --info-fd JSON."""
+    buf = b""
+    while True:
+        ready, _, _ = select.select([info_fd], [], [], START_TIMEOUT_S)
+        chunk = os.read(info_fd, 4096) if ready else b""
+        if not chunk:
+            raise ValueError("bwrap exited or stalled before creating the sandbox")
+        buf += chunk
+        try:
+            return int(json.loads(buf)["child-pid"])
+        except json.JSONDecodeError:
+            continue  # not all of it yet
+
+
+def _under(path: str, parent: str) -> bool:
+    return path == parent or path.startswith(parent.rstrip("/") + "/")
+
+
+def _hide_credentials(root: Path) -> list[str]:
+    """An empty tmpfs over each credential folder under the home directory, /dev/null over each such file."""
+    home = os.path.expanduser("~")
+    args = []
+    for rel in HIDDEN_UNDER_HOME:
+        path = os.path.realpath(os.path.join(home, rel))
+        if _under(str(root), path) or any(_under(path, p) for p in PRIVATE_DIRS):
+            continue
+        if os.path.isdir(path):
+            args += ["--tmpfs", path]
+        elif os.path.isfile(path):
+            args += ["--ro-bind", "/dev/null", path]
+    return args
+
+
+def _interpreter_dirs() -> list[str]:
+    dirs = {os.path.realpath(p) for p in (sys.prefix, sys.base_prefix, os.path.dirname(sys.executable))}
+    return sorted(d for d in dirs if any(_under(d, p) for p in PRIVATE_DIRS))
+
+
+def give_back(root: Path, uid: int) -> None:
+    """Files and folders under `root` owned by `uid` (or its group) get the owner of `root` itself."""
+    owner = os.stat(root)
+    for dirpath, dirnames, filenames in os.walk(root):
+        for name in dirnames + filenames:
+            path = os.path.join(dirpath, name)
+            try:
+                st = os.lstat(path)
+                if uid in (st.st_uid, st.st_gid):
+                    os.lchown(path, owner.st_uid, owner.st_gid)
+            except OSError:
+                continue  # gone meanwhile
+
+
+@functools.cache
+def bwrap_problem(bwrap: str = "bwrap") -> str | None:
+    """Why the bwrap sandbox cannot run here, or None when it can (a trial sandbox, once per process)."""
+    if shutil.which(bwrap) is None:
+        return "bubblewrap (bwrap) is not installed"
+    for tool in ("prlimit", "setpriv") if os.geteuid() == 0 else ("prlimit",):
+        if shutil.which(tool) is None:
+            return f"{tool} (util-linux) is not installed"
+    box = BwrapSandbox(bwrap=bwrap)
+    with tempfile.TemporaryDirectory(prefix="deltaserve-sandbox-probe-") as tmp:
+        try:
+            proc = box.spawn(["true"], Path(tmp), box.environment(os.environ, {}), stdin=subprocess.DEVNULL,
+                             stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
+            said = proc.communicate(timeout=START_TIMEOUT_S)[0].decode(errors="replace").strip()
+        except (OSError, subprocess.TimeoutExpired) as exc:
+            return f"bubblewrap cannot start a sandbox here ({exc})"
+        if proc.returncode != 0:
+            return f"bubblewrap cannot start a sandbox here ({said.splitlines()[-1] if said else proc.returncode})"
+    return None
+
+
+@functools.cache
+def _warn_once(message: str) -> None:
+    log.warning(message)
+
+
+def choose(name: str = "auto", limits: Limits | None = None) -> Sandbox:
+    """The sandbox called `name` (auto, bwrap, none); SandboxError if bwrap was asked for and cannot run."""
+    if name not in NAMES:
+        raise SandboxError(f"unknown sandbox {name!r}: choose one of {', '.join(NAMES)}")
+    if name == "none":
+        return NoSandbox()
+    problem = bwrap_problem()
+    if problem is None:
+        return BwrapSandbox(limits)
+    if name == "bwrap":
+        raise SandboxError(f"the bwrap sandbox cannot run: {problem}; install it with `{INSTALL_HINT}`")
+    _warn_once(f"deltaserve: {problem}, so tests run WITHOUT a sandbox; install it with `{INSTALL_HINT}`")
+    return NoSandbox()
