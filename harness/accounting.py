@@ -38,13 +38,16 @@ class TestOutcome(BaseModel):
     failing_tests: list[str] = []
     duration_s: float = 0.0
     timed_out: bool = False
+    output_limit_exceeded: bool = False
+    sandbox: str = ""  # where the tests ran (tools.sandbox: bwrap, none); "" in traces from before it existed
 
     @classmethod
     def from_result(cls, result) -> TestOutcome:
         """From a tools.tests.TestResult."""
         return cls(ok=result.ok, exit_code=result.exit_code, passed=result.passed, failed=result.failed,
                    errors=result.errors, failing_tests=list(result.failing_tests),
-                   duration_s=result.duration_s, timed_out=result.timed_out)
+                   duration_s=result.duration_s, timed_out=result.timed_out,
+                   output_limit_exceeded=result.output_limit_exceeded, sandbox=result.sandbox)
 
 
 def _sum(values: Iterable[int | float | None]) -> int | float | None:

@@ -14,7 +14,8 @@ def tail(text: str, limit: int = OUTPUT_TAIL_CHARS) -> str:
 
 def describe_tests(result, cmd: str, tail_chars: int = OUTPUT_TAIL_CHARS) -> str:
     """A tools.tests.TestResult: verdict, counts and the output's last `tail_chars`."""
-    verdict = "PASS" if result.ok else ("TIMED OUT" if result.timed_out else "FAIL")
+    verdict = ("PASS" if result.ok else "TIMED OUT" if result.timed_out
+               else "STOPPED (too much output)" if result.output_limit_exceeded else "FAIL")
     counts = f"{result.passed} passed, {result.failed} failed, {result.errors} errors"
     return f"Tests (`{cmd}`): {verdict} ({counts})\n```\n{tail(result.output, tail_chars)}\n```"
 

@@ -7,6 +7,8 @@ content, and `savings` returns the running totals; without one, `savings` says a
 
 Every failure a model can cause (bad path, patch that does not apply, ...) comes back as a tool error whose
 text is the same model-facing message the Python API raises, so the calling agent can correct itself.
+run_tests runs in the server's sandbox (tools.sandbox: auto, bwrap, none), chosen when the server is built,
+so a bwrap that cannot run here is a SandboxError before it serves anything.
 """
 
 from __future__ import annotations
@@ -21,6 +23,7 @@ from mcp.types import CallToolResult, TextContent
 from deltaserve import errors
 from deltaserve.tools import files, patch, tests
 from deltaserve.tools.edit_accounting import EditAccounting, SavingsTotals
+from deltaserve.tools.sandbox import choose
 from deltaserve.tools.workspace import Workspace
 
 MAX_LISTED_FILES = 1000
@@ -59,8 +62,9 @@ def _edit_result(result: patch.PatchResult, dry_run: bool, edit_text: str | None
 
 
 def build_server(root: str | os.PathLike[str], test_command: str = tests.DEFAULT_COMMAND,
-                 test_timeout: float = 300.0, accounting: EditAccounting | None = None) -> MCPServer:
-    ws = Workspace(root)
+                 test_timeout: float = 300.0, accounting: EditAccounting | None = None,
+                 sandbox: str = "auto") -> MCPServer:
+    ws, box = Workspace(root), choose(sandbox)
     mcp = MCPServer(
         "deltaserve-tools",
         instructions=f"File, patch and test tools over the workspace {ws.root}. Paths are relative to it.",
@@ -114,8 +118,8 @@ def build_server(root: str | os.PathLike[str], test_command: str = tests.DEFAULT
     def run_tests(command: str | None = None, timeout_s: float | None = None) -> str:
         """Run the test command (default: the server's) in the workspace: counts, failing tests, output."""
         timeout = min(timeout_s or test_timeout, test_timeout)
-        res = tests.run_tests(ws, command or test_command, timeout=timeout)
-        return f"{res.summary()}\nduration {res.duration_s:.1f}s\n\n{res.output}"
+        res = tests.run_tests(ws, command or test_command, timeout=timeout, sandbox=box)
+        return f"{res.summary()}\nduration {res.duration_s:.1f}s, sandbox: {res.sandbox}\n\n{res.output}"
 
     @mcp.tool()
     def savings() -> SavingsTotals:
@@ -129,5 +133,6 @@ def build_server(root: str | os.PathLike[str], test_command: str = tests.DEFAULT
 
 
 def serve(root: str | os.PathLike[str], test_command: str = tests.DEFAULT_COMMAND,
-          test_timeout: float = 300.0, accounting: EditAccounting | None = None) -> None:
-    build_server(root, test_command, test_timeout, accounting).run("stdio")
+          test_timeout: float = 300.0, accounting: EditAccounting | None = None,
+          sandbox: str = "auto") -> None:
+    build_server(root, test_command, test_timeout, accounting, sandbox).run("stdio")

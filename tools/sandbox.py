@@ -42,8 +42,9 @@ HIDDEN_UNDER_HOME = (".ssh", ".gnupg", ".aws", ".azure", ".kube", ".docker", ".c
                      ".netrc", ".git-credentials", ".pypirc", ".npmrc")
 ENV_ALLOWED = frozenset({
     "PATH", "LANG", "LANGUAGE", "TZ", "TERM", "COLUMNS", "NO_COLOR", "FORCE_COLOR", "CI", "SOURCE_DATE_EPOCH",
-    "PYTHONPATH", "PYTHONHASHSEED", "PYTHONDONTWRITEBYTECODE", "PYTHONUTF8", "PYTHONIOENCODING", "PYTHONWARNINGS",
-    "VIRTUAL_ENV", "PYTEST_ADDOPTS", "PYTEST_DISABLE_PLUGIN_AUTOLOAD", "HF_HUB_OFFLINE", "TRANSFORMERS_OFFLINE",
+    "PYTHONPATH", "PYTHONHASHSEED", "PYTHONDONTWRITEBYTECODE", "PYTHONUTF8", "PYTHONIOENCODING",
+    "PYTHONWARNINGS", "VIRTUAL_ENV", "PYTEST_ADDOPTS", "PYTEST_DISABLE_PLUGIN_AUTOLOAD", "HF_HUB_OFFLINE",
+    "TRANSFORMERS_OFFLINE",
 })
 INSIDE_ID = 1000  # the uid/gid the command has inside the sandbox when the caller is root
 OUTSIDE_ID = 2_147_483_646  # ... and the unprivileged uid/gid that is on the host
@@ -73,7 +74,8 @@ class Limits:
 
     def prlimit(self) -> list[str]:
         return ["prlimit", f"--cpu={self.cpu_seconds}", f"--as={self.address_space_bytes}",
-                f"--nproc={self.processes}", f"--nofile={self.open_files}", f"--fsize={self.file_bytes}", "--"]
+                f"--nproc={self.processes}", f"--nofile={self.open_files}", f"--fsize={self.file_bytes}",
+                "--"]
 
 
 class Sandbox(Protocol):
@@ -113,14 +115,16 @@ class BwrapSandbox:
 
     def environment(self, inherited: Mapping[str, str], extra: Mapping[str, str]) -> dict[str, str]:
         kept = {k: v for k, v in inherited.items() if k in ENV_ALLOWED or k.startswith("LC_")}
-        return {**kept, "HOME": SANDBOX_HOME, "TMPDIR": "/tmp", "USER": "sandbox", "LOGNAME": "sandbox", **extra}
+        fixed = {"HOME": SANDBOX_HOME, "TMPDIR": "/tmp", "USER": "sandbox", "LOGNAME": "sandbox"}
+        return {**kept, **fixed, **extra}
 
     def spawn(self, argv: list[str], root: Path, env: dict[str, str], **popen: Any) -> subprocess.Popen:
         if shutil.which(argv[0], path=env.get("PATH")) is None:  # as Popen would say, not bwrap's execvp
             raise FileNotFoundError(2, "No such file or directory", argv[0])
         root = Path(root).resolve()
         if os.geteuid() != 0:
-            user = ["--unshare-user", "--disable-userns", "--uid", str(os.getuid()), "--gid", str(os.getgid())]
+            user = ["--unshare-user", "--disable-userns", "--uid", str(os.getuid()),
+                    "--gid", str(os.getgid())]
             return subprocess.Popen(self._command(user, [], argv, root), cwd=root, env=env, **popen)
         return self._spawn_as_root(argv, root, env, popen)
 
@@ -130,7 +134,8 @@ class BwrapSandbox:
 
     def _command(self, user: list[str], setuid: list[str], argv: list[str], root: Path) -> list[str]:
         args = [self.bwrap, *user, "--die-with-parent", "--unshare-pid", "--unshare-net", "--unshare-ipc",
-                "--unshare-uts", "--unshare-cgroup-try", "--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc"]
+                "--unshare-uts", "--unshare-cgroup-try",
+                "--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc"]
         for private in PRIVATE_DIRS:
             if os.path.isdir(private) and not os.path.islink(private):
                 args += ["--size", str(self.limits.tmp_bytes), "--tmpfs", private]
@@ -140,13 +145,15 @@ class BwrapSandbox:
         args += ["--bind", str(root), str(root), "--dir", SANDBOX_HOME, "--chdir", str(root), "--"]
         return args + setuid + self.limits.prlimit() + argv
 
-    def _spawn_as_root(self, argv: list[str], root: Path, env: dict[str, str], popen: dict) -> subprocess.Popen:
+    def _spawn_as_root(self, argv: list[str], root: Path, env: dict[str, str],
+                       popen: dict) -> subprocess.Popen:
         """bwrap creates the user namespace and waits; we map INSIDE_ID to OUTSIDE_ID (and root to root, so
         root-owned files are in reach of the kept capabilities), then let it go on."""
         info_r, info_w = os.pipe()
         block_r, block_w = os.pipe()
         caps = ["CAP_SETUID", "CAP_SETGID", "CAP_SETPCAP", *(f"CAP_{c.upper()}" for c in KEPT_CAPS)]
-        user = ["--unshare-user", "--info-fd", str(info_w), "--userns-block-fd", str(block_r), "--cap-drop", "ALL"]
+        user = ["--unshare-user", "--info-fd", str(info_w), "--userns-block-fd", str(block_r),
+                "--cap-drop", "ALL"]
         user += [arg for cap in caps for arg in ("--cap-add", cap)]
         kept = ",".join(f"+{c}" for c in KEPT_CAPS)
         setuid = ["setpriv", f"--reuid={INSIDE_ID}", f"--regid={INSIDE_ID}", "--clear-groups",
@@ -159,9 +166,9 @@ class BwrapSandbox:
             os.close(block_r)
         try:
             pid = _child_pid(info_r)
-            for kind, own in (("uid", 0), ("gid", 0)):
+            for kind in ("uid", "gid"):
                 with open(f"/proc/{pid}/{kind}_map", "w") as fh:
-                    fh.write(f"{own} {own} 1\n{INSIDE_ID} {OUTSIDE_ID} 1\n")
+                    fh.write(f"0 0 1\n{INSIDE_ID} {OUTSIDE_ID} 1\n")
             os.write(block_w, b"1")
         except (OSError, ValueError) as exc:
             proc.kill()
@@ -243,7 +250,8 @@ def bwrap_problem(bwrap: str = "bwrap") -> str | None:
         except (OSError, subprocess.TimeoutExpired) as exc:
             return f"bubblewrap cannot start a sandbox here ({exc})"
         if proc.returncode != 0:
-            return f"bubblewrap cannot start a sandbox here ({said.splitlines()[-1] if said else proc.returncode})"
+            why = said.splitlines()[-1] if said else f"exit code {proc.returncode}"
+            return f"bubblewrap cannot start a sandbox here ({why})"
     return None
 
 

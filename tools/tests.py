@@ -80,7 +80,7 @@ class TestResult:
 
 
 def _signal_note(exit_code: int | None) -> str:
-    """' (SIGXCPU)' for a process killed by a signal: negative codes, or 128+N as shells and bwrap report it."""
+    """' (SIGXCPU)' for a process killed by a signal: a negative code, or 128+N as shells and bwrap say it."""
     if exit_code is None or 0 <= exit_code <= 128:
         return ""
     try:

@@ -14,6 +14,7 @@ from deltaserve.harness.formats import whole
 from deltaserve.harness.tokens import TokenCounter
 from deltaserve.tools.edit_accounting import EditAccounting
 from deltaserve.tools.mcp_server import serve
+from deltaserve.tools.sandbox import NAMES, choose
 from deltaserve.tools.tests import DEFAULT_COMMAND
 from deltaserve.tools.workspace import Workspace
 
@@ -49,6 +50,9 @@ def register(subparsers) -> None:
     p.add_argument("--tokenizer", default=default(EngineConfig, "model"), metavar="MODEL",
                    help="tokenizer the decode accounting counts with: a bundled model name or a local "
                         "Hugging Face model dir, never downloaded (default: %(default)s)")
+    p.add_argument("--sandbox", default="auto", choices=NAMES,
+                   help="where run_tests runs the tests: bwrap (bubblewrap), none, or auto: bwrap when it "
+                        "works here (default: %(default)s)")
     p.set_defaults(func=run, error_exit=2)
 
 
@@ -70,6 +74,8 @@ def run(args) -> int:
         print("deltaserve mcp: speaking MCP on stdin/stdout; start it from an MCP client (Ctrl-C stops it)",
               file=sys.stderr)
     Workspace(args.root)  # a bad root fails now, before the tokenizer takes seconds to load
+    choose(args.sandbox)  # so does a bwrap asked for but unusable here (SandboxError)
     accounting = edit_accounting(args.tokenizer)
-    serve(args.root, args.test_command or DEFAULT_COMMAND, args.test_timeout, accounting)  # errors: exit 2
+    serve(args.root, args.test_command or DEFAULT_COMMAND, args.test_timeout, accounting,
+          args.sandbox)  # errors: exit 2
     return 0

@@ -97,7 +97,7 @@ class HunkError(ToolError):
 
 
 class SandboxError(ToolError):
-    """A sandbox that was asked for cannot run here (bubblewrap missing or not permitted), or an unknown name."""
+    """A sandbox that cannot run here (bubblewrap missing or not permitted), or an unknown sandbox name."""
 
 
 # harness --------------------------------------------------------------------------------------------------

@@ -11,6 +11,9 @@ import pytest
 from mcp import Client
 from mcp.client.stdio import StdioServerParameters
 
+from deltaserve.tools import sandbox
+from deltaserve.tools.sandbox import bwrap_problem
+
 EXPECTED_TOOLS = {"view", "list_files", "grep", "apply_patch", "apply_search_replace", "write_file",
                   "run_tests", "savings"}
 FIX_ADD = "--- a/calc.py\n+++ b/calc.py\n@@ @@\n def add(a, b):\n-    return a - b\n+    return a + b\n"
@@ -33,6 +36,18 @@ def test_cli_help_and_bad_arguments(tmp_path, capsys):
     assert "is not a directory" in capsys.readouterr().err
     assert main(["mcp", "--root", str(tmp_path), "--test-timeout", "0"]) == 2
     assert "--test-timeout" in capsys.readouterr().err
+    with pytest.raises(SystemExit):
+        main(["mcp", "--root", str(tmp_path), "--sandbox", "docker"])
+    assert "invalid choice: 'docker'" in capsys.readouterr().err
+
+
+def test_cli_refuses_a_bwrap_sandbox_that_cannot_run(tmp_path, capsys, monkeypatch):
+    from deltaserve.cli import main
+
+    monkeypatch.setattr(sandbox, "bwrap_problem", lambda: "bubblewrap (bwrap) is not installed")
+    assert main(["mcp", "--root", str(tmp_path), "--sandbox", "bwrap"]) == 2
+    err = capsys.readouterr().err
+    assert "bwrap) is not installed" in err and "apt-get install bubblewrap" in err
 
 
 def test_every_tool_over_stdio(workspace):
@@ -84,6 +99,7 @@ def test_every_tool_over_stdio(workspace):
     assert _text(out["patch_dry"]).startswith("DRY RUN")
     assert "calc.py: updated (1 hunks: exact@1)" in _text(out["patch"])
     assert "1 passed, 0 failed" in _text(out["tests_after"]) and not out["tests_after"].is_error
+    assert f"sandbox: {'none' if bwrap_problem() else 'bwrap'}" in _text(out["tests_after"])  # auto's pick
     assert not out["sr"].is_error
     assert (ws.root / "calc.py").read_text() == "def add(a, b):\n    return b + a\n"
     assert (ws.root / "notes" / "todo.txt").read_text() == "ship it\n"
