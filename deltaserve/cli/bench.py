@@ -1,5 +1,5 @@
-"""`deltaserve bench engine|prefix|spec|load|kv-disk`: benchmarks that print their figures side by side,
-with ratios.
+"""`deltaserve bench engine|prefix|spec|load|kv-disk|sandbox`: benchmarks that print their figures side by
+side, with ratios.
 
 - engine: our engine vs HF generate() (evals/bench/engine_vs_hf.py): prefill and decode tok/s, short and
           long context.
@@ -10,6 +10,8 @@ with ratios.
 - load:   a bounded load run with disconnects against a real `deltaserve serve` (evals/bench/load.py).
 - kv-disk: a long prompt in a new process that finds the first one's KV blocks on disk: TTFT vs cold,
           cached share, same greedy output (evals/bench/kv_disk.py).
+- sandbox: the bundled tasks' test runs without and with the bwrap sandbox
+          (evals/bench/sandbox_overhead.py).
 """
 
 from __future__ import annotations
@@ -19,6 +21,7 @@ import argparse
 from deltaserve.cli import COMMANDS, default
 from deltaserve.engine import EngineConfig
 from deltaserve.evals.bench import kv_disk as bench_kv_disk
+from deltaserve.evals.bench import sandbox_overhead
 from deltaserve.evals.bench import speculative as bench_speculative
 from deltaserve.evals.bench.engine_vs_hf import bench_engine
 from deltaserve.evals.bench.load import register_load
@@ -30,6 +33,7 @@ EPILOG = """examples:
   deltaserve bench spec --threads 1                     # passes and seconds, speculation off vs on
   deltaserve bench load --tiny                          # 200 streaming requests, 20% disconnects
   deltaserve bench kv-disk --prompt-tokens 4000         # process B reuses process A's KV from disk
+  deltaserve bench sandbox --repeats 5                  # each task's tests, none vs bwrap
 """
 
 
@@ -82,4 +86,8 @@ def register(subparsers) -> None:
     p = benches.add_parser("kv-disk", help="a new process reuses the KV blocks an earlier one left on disk")
     bench_kv_disk.add_arguments(p)
     p.set_defaults(func=lambda args: bench_kv_disk.bench_kv_disk(args) and 0)
+
+    p = benches.add_parser("sandbox", help="the bundled tasks' test runs without and with the bwrap sandbox")
+    sandbox_overhead.add_arguments(p)
+    p.set_defaults(func=sandbox_overhead.run)
     parser.set_defaults(func=lambda args: parser.print_help() or 2)
