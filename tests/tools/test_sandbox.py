@@ -8,7 +8,12 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import shutil
 import socket
+import subprocess
+import sys
+import sysconfig
+import tempfile
 import textwrap
 import threading
 import time
@@ -298,3 +303,50 @@ def test_environment_is_an_allow_list():
     assert env == {"PATH": "/bin", "LC_ALL": "C", "HOME": sandbox.SANDBOX_HOME, "TMPDIR": "/tmp",
                    "USER": "sandbox", "LOGNAME": "sandbox", "EXTRA": "1"}
     assert sandbox.NoSandbox().environment(inherited, {"EXTRA": "1"}) == {**inherited, "EXTRA": "1"}
+
+
+NOBODY = 65534
+AS_NOBODY = """
+import site, sys
+site.addsitedir(sys.argv[1])  # our editable install, for an interpreter outside our venv
+from deltaserve.tools.tests import run_tests
+from deltaserve.tools.workspace import Workspace
+res = run_tests(Workspace(sys.argv[2]), "python3 bomb.py; id -u; touch made", sandbox="bwrap")
+print(res.sandbox, res.exit_code)
+print(res.output)
+"""
+
+
+def _interpreter_for(uid: int) -> str | None:
+    """A Python of our version that `uid` can run (ours lives under root's home on some machines)."""
+    for exe in (sys.executable, "/usr/bin/python3"):
+        probe = subprocess.run(["setpriv", f"--reuid={uid}", f"--regid={uid}", "--clear-groups", exe, "-c",
+                                "import sys; print(sys.version_info[:2])"], capture_output=True, text=True)
+        if probe.returncode == 0 and probe.stdout.strip() == str(sys.version_info[:2]):
+            return exe
+    return None
+
+
+@needs_bwrap
+@pytest.mark.skipif(os.geteuid() != 0, reason="as a non-root user the other sandbox tests already cover this")
+def test_as_an_unprivileged_user_the_fork_bomb_is_bounded_too(running_in):
+    """The other path: a non-root caller's own uid in the sandbox (no uid mapping), limits that bind it."""
+    python = _interpreter_for(NOBODY)
+    if python is None:
+        pytest.skip("no Python of this version that uid 65534 can run")
+    site = sysconfig.get_paths()["purelib"]
+    ws = Path(tempfile.mkdtemp(prefix="sandbox-nobody-"))  # under /tmp itself: nobody must reach it
+    try:
+        os.chown(ws, NOBODY, NOBODY)
+        bomb = ATTACKS.split('BOMB = """')[1].split('"""')[0]
+        (ws / "bomb.py").write_text(textwrap.dedent(bomb))
+        out = subprocess.run(["setpriv", f"--reuid={NOBODY}", f"--regid={NOBODY}", "--clear-groups",
+                              python, "-c", AS_NOBODY, site, str(ws)],
+                             capture_output=True, text=True, timeout=120, env={"PATH": "/usr/bin:/bin"})
+        assert out.returncode == 0, out.stderr
+        assert out.stdout.startswith("bwrap 0\n") and "BlockingIOError" in out.stdout, out.stdout
+        assert f"\n{NOBODY}\n" in out.stdout  # its own uid inside, nothing mapped
+        assert (ws / "made").stat().st_uid == NOBODY
+        assert running_in(ws) == []
+    finally:
+        shutil.rmtree(ws, ignore_errors=True)
