@@ -50,6 +50,7 @@ INSIDE_ID = 1000  # the uid/gid the command has inside the sandbox when the call
 OUTSIDE_ID = 2_147_483_646  # ... and the unprivileged uid/gid that is on the host
 KEPT_CAPS = ("dac_override", "fowner")  # as root: enough to edit root-owned workspace files, no more
 START_TIMEOUT_S = 10.0
+CPU_GRACE_S = 5  # a process that handles SIGXCPU gets SIGKILL this much CPU time later
 
 log = logging.getLogger(__name__)
 
@@ -73,7 +74,8 @@ class Limits:
     tmp_bytes: int = 1 << 30  # size of each private /tmp, /var/tmp, /run (they live in memory)
 
     def prlimit(self) -> list[str]:
-        return ["prlimit", f"--cpu={self.cpu_seconds}", f"--as={self.address_space_bytes}",
+        cpu = f"{self.cpu_seconds}:{self.cpu_seconds + CPU_GRACE_S}"  # SIGXCPU first: a clear cause of death
+        return ["prlimit", f"--cpu={cpu}", f"--as={self.address_space_bytes}",
                 f"--nproc={self.processes}", f"--nofile={self.open_files}", f"--fsize={self.file_bytes}",
                 "--"]
 

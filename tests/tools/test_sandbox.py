@@ -274,6 +274,20 @@ def test_hang_in_the_sandbox_is_killed(tmp_path, running_in):
     assert running_in(tmp_path) == []
 
 
+@needs_bwrap
+@pytest.mark.parametrize("limits,code,said", [
+    (sandbox.Limits(cpu_seconds=1), "while True: pass", "(SIGXCPU)"),
+    (sandbox.Limits(file_bytes=1 << 20), "open('big', 'wb').write(bytes(2 << 20))", "File too large"),
+    (sandbox.Limits(open_files=64), "[open('/dev/null') for _ in range(100)]", "Too many open files"),
+])
+def test_each_limit_binds_inside_the_sandbox(tmp_path, limits, code, said):
+    res = run_tests(Workspace(tmp_path), ["python", "-c", code], timeout=60,
+                    sandbox=sandbox.BwrapSandbox(limits))
+    assert not res.ok and not res.timed_out and res.exit_code != 0
+    assert said in res.summary() + res.output, res.summary() + res.output
+    assert not (tmp_path / "big").exists() or (tmp_path / "big").stat().st_size <= 1 << 20
+
+
 def test_unknown_and_unavailable_sandboxes_are_clear_errors(monkeypatch):
     with pytest.raises(sandbox.SandboxError, match="unknown sandbox 'docker'"):
         sandbox.choose("docker")
