@@ -159,10 +159,11 @@ class BwrapSandbox:
         user += [arg for cap in caps for arg in ("--cap-add", cap)]
         kept = ",".join(f"+{c}" for c in KEPT_CAPS)
         setuid = ["setpriv", f"--reuid={INSIDE_ID}", f"--regid={INSIDE_ID}", "--clear-groups",
+                  "--securebits=+no_setuid_fixup",  # access(2) honours the kept capabilities too
                   f"--inh-caps=-all,{kept}", f"--ambient-caps={kept}", f"--bounding-set=-all,{kept}", "--"]
         try:
-            proc = subprocess.Popen(self._command(user, setuid, argv, root), cwd=root, env=env,
-                                    pass_fds=(info_w, block_r), **popen)
+            proc = subprocess.Popen(self._command(user, setuid, argv, root), cwd=root,
+                                    env=_trust_repo(env, root), pass_fds=(info_w, block_r), **popen)
         finally:
             os.close(info_w)
             os.close(block_r)
@@ -180,6 +181,13 @@ class BwrapSandbox:
             os.close(info_r)
             os.close(block_w)
         return proc
+
+
+def _trust_repo(env: dict[str, str], root: Path) -> dict[str, str]:
+    """Git refuses a repository its user does not own; the workspace's owner is not the sandbox's uid."""
+    n = int(env.get("GIT_CONFIG_COUNT", "0"))
+    return {**env, "GIT_CONFIG_COUNT": str(n + 1), f"GIT_CONFIG_KEY_{n}": "safe.directory",
+            f"GIT_CONFIG_VALUE_{n}": str(root)}
 
 
 def _child_pid(info_fd: int) -> int:

@@ -59,8 +59,8 @@ def report(results: list[dict], repeats: int) -> tuple[str, float]:
     text = table(title, ["task", "none s", "bwrap s", "bwrap/none", "same result"], rows)
     median_ratio = statistics.median(r["bwrap"] / r["none"] for r in results)
     verdict = "within" if overall < GOAL else "OVER"
-    text += (f"\noverall overhead {100 * (overall - 1):+.1f}% (median per task {100 * (median_ratio - 1):+.1f}%),"
-             f" {verdict} the {100 * (GOAL - 1):.0f}% goal")
+    text += (f"\noverall overhead {100 * (overall - 1):+.1f}% (median per task "
+             f"{100 * (median_ratio - 1):+.1f}%), {verdict} the {100 * (GOAL - 1):.0f}% goal")
     return text, overall
 
 
@@ -85,7 +85,8 @@ def run(args: argparse.Namespace) -> int:
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--repeats", type=int, default=5, help="timed runs per task and sandbox (default: %(default)s)")
+    p.add_argument("--repeats", type=int, default=5,
+                   help="timed runs per task and sandbox (default: %(default)s)")
     p.add_argument("--tasks", default=None, help="comma-separated task ids (default: all bundled tasks)")
 
 

@@ -213,8 +213,13 @@ NORMAL_SUITE = textwrap.dedent('''
         os.makedirs(home, exist_ok=True)
 
     def test_writes_in_the_workspace():
+        assert os.access("test_normal.py", os.W_OK)
         with open("out.txt", "w") as fh:
             fh.write("written by a test\\n")
+
+    def test_git_in_the_workspace():
+        out = subprocess.run(["git", "status", "--porcelain"], capture_output=True, text=True)
+        assert out.returncode == 0, out.stderr
 
     def test_subprocess():
         out = subprocess.run([sys.executable, "-c", "print(6 * 7)"], capture_output=True, text=True)
@@ -240,10 +245,11 @@ NORMAL_SUITE = textwrap.dedent('''
 @needs_bwrap
 def test_a_normal_suite_passes_inside_the_sandbox(tmp_path):
     (tmp_path / "test_normal.py").write_text(NORMAL_SUITE)
+    subprocess.run(["git", "init", "-q", str(tmp_path)], check=True)
     ws = Workspace(tmp_path)
     res = run_tests(ws, "python -m pytest -q -p no:cacheprovider", timeout=120,
                     env={"PYTEST_DISABLE_PLUGIN_AUTOLOAD": "1"}, sandbox="bwrap")
-    assert res.ok and res.passed == 5 and res.sandbox == "bwrap", res.output[-3000:]
+    assert res.ok and res.passed == 6 and res.sandbox == "bwrap", res.output[-3000:]
     out = tmp_path / "out.txt"
     assert out.read_text() == "written by a test\n"
     assert (out.stat().st_uid, out.stat().st_gid) == (tmp_path.stat().st_uid, tmp_path.stat().st_gid)
