@@ -23,6 +23,7 @@ from deltaserve.evals.results import append_row, load_rows, rows_of
 from deltaserve.evals.task_suite import Task, load_tasks
 from deltaserve.harness import Agent
 from deltaserve.harness.config import DEFAULT_MODEL, AgentConfig
+from deltaserve.tools.sandbox import choose
 from deltaserve.tools.tests import run_tests
 from deltaserve.tools.workspace import Workspace
 
@@ -36,6 +37,7 @@ class AgentEvalConfig:
     max_steps: int = 4  # per run; fewer than the agent's own default, the suite is long
     max_tokens: int = AgentConfig.model_fields["max_tokens"].default
     api_base: str | None = None
+    sandbox: str = AgentConfig.model_fields["sandbox"].default  # where every test run happens (tools.sandbox)
     out_dir: Path = Path("runs/agent")
     tasks_dir: Path | None = None
     progress: bool = True
@@ -83,7 +85,8 @@ def run_one(task: Task, model: str, fmt: str, config: AgentEvalConfig, logs: Pat
         try:
             agent = Agent(repo, task.spec.description, test_cmd=command, model=model, edit_format=fmt,
                           max_steps=config.max_steps, max_tokens=config.max_tokens, api_base=config.api_base,
-                          candidates=candidates, allow_dirty=True, trace=logs / f"{name}.trace.jsonl",
+                          candidates=candidates, sandbox=config.sandbox, allow_dirty=True,
+                          trace=logs / f"{name}.trace.jsonl",
                           console=Console(file=log, width=160, force_terminal=False), **extra)
             report = agent.run()
         except Exception as exc:  # noqa: BLE001 - one broken run must not end the eval; it is recorded
@@ -96,13 +99,14 @@ def run_one(task: Task, model: str, fmt: str, config: AgentEvalConfig, logs: Pat
                        est_seconds_saved=report.est_seconds_saved,
                        stopped=report.stopped)
             restore_tests(task, repo)
-            row["solved"] = run_tests(Workspace(repo), command, env=TEST_ENV).ok
+            row["solved"] = run_tests(Workspace(repo), command, env=TEST_ENV, sandbox=config.sandbox).ok
     row["wall_s"] = time.perf_counter() - started
     return row
 
 
 def run_agent_eval(config: AgentEvalConfig) -> dict:
     """Run every task x model x format not already in out_dir/results.jsonl; then write the report."""
+    choose(config.sandbox)  # bwrap asked for but unusable: SandboxError before any run
     tasks = load_tasks(config.tasks_dir, config.task_ids)
     out_dir = Path(config.out_dir)
     logs = out_dir / "runs"

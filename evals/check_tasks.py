@@ -19,6 +19,7 @@ from rich.table import Table
 
 from deltaserve.evals.task_suite import Task
 from deltaserve.tools.patch import PatchError, apply_patch
+from deltaserve.tools.sandbox import Sandbox, choose
 from deltaserve.tools.tests import run_tests
 from deltaserve.tools.workspace import Workspace
 
@@ -61,13 +62,16 @@ def _same_ids(expected: list[str], got: list[str]) -> bool:
     return sorted(set(expected)) == sorted(set(got))
 
 
-def check_task(task: Task) -> TaskCheck:
+def check_task(task: Task, sandbox: Sandbox | str = "auto") -> TaskCheck:
     started = time.perf_counter()
     result = TaskCheck(task_id=task.id)
     with tempfile.TemporaryDirectory(prefix=f"check-{task.id}-") as tmp:
-        repo = copy_repo(task, Path(tmp))
-        ws = Workspace(repo)
-        before = run_tests(ws, test_command(task), timeout=TEST_TIMEOUT_S, env=TEST_ENV)
+        ws = Workspace(copy_repo(task, Path(tmp)))
+
+        def tests():
+            return run_tests(ws, test_command(task), timeout=TEST_TIMEOUT_S, env=TEST_ENV, sandbox=sandbox)
+
+        before = tests()
         result.failing_before = sorted(before.failing_tests)
         if before.ok:
             result.problems.append("tests pass before the gold patch")
@@ -81,7 +85,7 @@ def check_task(task: Task) -> TaskCheck:
         except PatchError as exc:
             result.problems.append(f"gold patch does not apply: {exc}")
         else:
-            after = run_tests(ws, test_command(task), timeout=TEST_TIMEOUT_S, env=TEST_ENV)
+            after = tests()
             result.passed_after = after.passed
             if not after.ok:
                 failing = sorted(after.failing_tests) or [f"exit {after.exit_code}"]
@@ -90,10 +94,12 @@ def check_task(task: Task) -> TaskCheck:
     return result
 
 
-def check_tasks(tasks: list[Task], workers: int = 2) -> list[TaskCheck]:
-    """Check tasks in parallel (each check is mostly waiting on pytest subprocesses); order kept."""
+def check_tasks(tasks: list[Task], workers: int = 2, sandbox: str = "auto") -> list[TaskCheck]:
+    """Check tasks in parallel (each check is mostly waiting on pytest subprocesses); order kept. The tests
+    run in `sandbox` (tools.sandbox: auto, bwrap, none), chosen once for all of them."""
+    box = choose(sandbox)
     with ThreadPoolExecutor(max_workers=max(1, workers)) as pool:
-        return list(pool.map(check_task, tasks))
+        return list(pool.map(lambda task: check_task(task, box), tasks))
 
 
 def render_table(checks: list[TaskCheck]):

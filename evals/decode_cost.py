@@ -33,6 +33,7 @@ from deltaserve.evals.transcript import replay_transcript, step1_prompt
 from deltaserve.harness import context
 from deltaserve.harness.formats import whole
 from deltaserve.harness.prompt import Prompt
+from deltaserve.tools.sandbox import Sandbox, choose
 from deltaserve.tools.tests import run_tests
 from deltaserve.tools.workspace import Workspace
 
@@ -56,6 +57,7 @@ class DecodeCostConfig:
     speculative: str | None = None  # the engine's draft method (ngram, suffix, off); None: its default
     dtype: str = "auto"
     threads: int | None = None  # torch CPU threads (None: the engine's default); 1 is steadier on a busy box
+    sandbox: str = "auto"  # where the step-0 test runs happen (tools.sandbox: auto, bwrap, none)
     out_dir: Path = Path("runs/decode-cost")
     tasks_dir: Path | None = None
     progress: bool = True
@@ -77,11 +79,11 @@ class PreparedTask:
     before: dict[str, str]  # edited files before the fix (the `whole` format's prediction source)
 
 
-def prepare_task(task: Task, formats: list[str], tmp: Path):
+def prepare_task(task: Task, formats: list[str], tmp: Path, sandbox: Sandbox | str = "auto"):
     repo = copy_repo(task, tmp / task.id)
     ws = Workspace(repo)
     command = test_command(task)
-    tests = run_tests(ws, command, env=TEST_ENV)
+    tests = run_tests(ws, command, env=TEST_ENV, sandbox=sandbox)
     edit, replies = gold_replies(ws, task.gold_diff, formats)
     edited_path = max(edit.before, key=lambda p: len(edit.before[p].splitlines()))
     return PreparedTask(task, repo, ws, tests, command, edited_path, edit.edited_file_lines, replies,
@@ -336,6 +338,7 @@ def run_decode_cost_eval(config: DecodeCostConfig, engine=None) -> dict:
     model = config.model
     speculative = getattr(engine.config, "speculative", None)
     salt = f"decode-cost-{uuid.uuid4().hex}"
+    box = choose(config.sandbox)
     tmp = Path(tempfile.mkdtemp(prefix="decode-cost-"))
     try:
         with progress_bar(config.progress) as progress:
@@ -343,7 +346,7 @@ def run_decode_cost_eval(config: DecodeCostConfig, engine=None) -> dict:
             for task in tasks:
                 progress.update(bar, description=f"{task.id}: prepare")
                 try:
-                    prep = prepare_task(task, formats, tmp)
+                    prep = prepare_task(task, formats, tmp, box)
                 except ValueError as exc:  # GoldReplyError, PatchError: this task cannot be measured
                     append_row(results, {"kind": "skipped", "task": task.id, "format": "all", "model": model,
                                          "reason": f"gold replies: {exc}"})

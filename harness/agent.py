@@ -28,6 +28,7 @@ from deltaserve.harness.task_prompt import first_prompt
 from deltaserve.harness.tokens import TokenCounter
 from deltaserve.harness.trace import TraceWriter
 from deltaserve.harness.workspace_guard import Snapshot, check_clean
+from deltaserve.tools.sandbox import choose as choose_sandbox
 from deltaserve.tools.tests import run_tests
 from deltaserve.tools.workspace import Workspace
 
@@ -56,6 +57,7 @@ class Agent:
         self.prompt_format = formats.get(self.config.edit_format)
         self.format = self.prompt_format
         self.plan: FormatPlan | None = None  # `auto`: the per-step choice (created when the model is known)
+        self.sandbox = choose_sandbox(self.config.sandbox)  # bwrap asked for but unusable: SandboxError, now
         self.observers: list[AgentObserver] = [*observers]
         if trace is not None:
             self.observers.append(TraceWriter(trace))
@@ -101,14 +103,15 @@ class Agent:
         def trial(text: str):
             fmt = self.prompt_format if self.plan else self.format  # `auto` reads any format's syntax
             return try_reply(fmt, text, self.workspace.root, self.test_cmd, self.config.test_timeout,
-                             self.config.allow_test_edits)
+                             self.config.allow_test_edits, self.sandbox)
 
         per_choice = (reply.metrics or {}).get("choices")
         index, outcomes = choose(reply.texts, trial, self.replies, per_choice)
         return replace(reply, text=reply.texts[index]), outcomes
 
     def run_tests(self):
-        return run_tests(self.workspace, self.test_cmd, timeout=self.config.test_timeout)
+        return run_tests(self.workspace, self.test_cmd, timeout=self.config.test_timeout,
+                         sandbox=self.sandbox)
 
     def prediction(self) -> str | None:
         """Predicted Outputs for local models in the formats that re-type code (`whole`, `symbol`): the files
@@ -184,7 +187,7 @@ class Agent:
             check_clean(self.workspace.root)
         report = RunReport(model=self.model, edit_format=self.prompt_format.name)
         self._notify("on_run_start", RunStart(str(self.workspace.root), self.model, self.prompt_format.name,
-                                              self.test_cmd))
+                                              self.test_cmd, self.sandbox.name))
         try:
             initial = self.run_tests()
             report.initial_tests = TestOutcome.from_result(initial)

@@ -14,6 +14,7 @@ from pydantic import BaseModel
 from deltaserve.errors import ToolError
 from deltaserve.harness.edit_checks import refusal
 from deltaserve.harness.workspace_guard import make_copy
+from deltaserve.tools.sandbox import Sandbox
 from deltaserve.tools.tests import run_tests
 from deltaserve.tools.workspace import Workspace
 
@@ -33,9 +34,10 @@ class CandidateOutcome(BaseModel):
         return tier, self.failing or 0, self.index
 
 
-def try_reply(fmt, text: str, root: Path, test_cmd: str, timeout: float,
-              allow_test_edits: bool) -> tuple[str, int | None]:
-    """(outcome, failing tests) of one reply's edits applied to a scratch copy of `root`."""
+def try_reply(fmt, text: str, root: Path, test_cmd: str, timeout: float, allow_test_edits: bool,
+              sandbox: Sandbox | str = "auto") -> tuple[str, int | None]:
+    """(outcome, failing tests) of one reply's edits applied to a scratch copy of `root`, its tests run in
+    `sandbox` (the agent's)."""
     copy = make_copy(root)
     try:
         scratch = Workspace(copy)
@@ -53,7 +55,7 @@ def try_reply(fmt, text: str, root: Path, test_cmd: str, timeout: float,
             fmt.apply(edits, scratch)
         except ToolError:
             return "apply failed", None
-        result = run_tests(scratch, test_cmd, timeout=timeout)
+        result = run_tests(scratch, test_cmd, timeout=timeout, sandbox=sandbox)
         if result.ok:
             return PASSED, 0
         return "tests fail", (result.failed + result.errors) or 1  # a failing command that counts nothing

@@ -34,6 +34,10 @@ class AgentConfig(BaseModel):
     """Test command run in the workspace; None: `<this python> -m pytest -q -x`."""
     test_timeout: float = Field(default=120.0, gt=0)
     """Seconds one test run may take before its process group is killed."""
+    sandbox: str = "auto"
+    """Where the tests run (tools.sandbox): `bwrap` (bubblewrap: no network, nothing writable but the
+    workspace and a private /tmp, no API keys, resource limits), `none` (the caller's rights), or `auto`:
+    bwrap when it works here, else none with a one-line warning."""
     dry_run: bool = False
     """Show the first applicable edits without writing them, then stop."""
     allow_dirty: bool = False

@@ -24,7 +24,7 @@ class ConsoleView(AgentObserver):
     def on_run_start(self, run: RunStart) -> None:
         self._title = f"{run.model} · {run.edit_format}"
         self.console.print(f"[bold]deltaserve fix[/] {escape(run.workspace)}  model={escape(run.model)} "
-                           f"format={run.edit_format}  tests=`{escape(run.test_cmd)}`")
+                           f"format={run.edit_format}  tests=`{escape(run.test_cmd)}` sandbox={run.sandbox}")
 
     def on_initial_tests(self, tests: TestOutcome) -> None:
         if tests.ok:

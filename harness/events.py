@@ -14,6 +14,7 @@ class RunStart:
     model: str
     edit_format: str
     test_cmd: str
+    sandbox: str  # where the tests run: tools.sandbox's name for it
 
 
 @dataclass(frozen=True)

@@ -21,6 +21,7 @@ from typing import Any
 from pydantic import BaseModel
 
 from deltaserve.errors import DeltaserveError
+from deltaserve.tools.sandbox import NAMES as SANDBOXES
 
 # Subcommand modules under deltaserve.cli with their one-line help, in the order `--help` lists them.
 COMMANDS = {
@@ -55,6 +56,14 @@ def default(config: type, field: str) -> Any:
         return config.model_fields[field].get_default(call_default_factory=True)
     spec = next(f for f in dataclasses.fields(config) if f.name == field)
     return spec.default_factory() if spec.default is dataclasses.MISSING else spec.default
+
+
+def add_sandbox_option(parser: argparse.ArgumentParser, default_value: str = "auto") -> None:
+    """--sandbox, on every command that runs a project's tests (tools.sandbox)."""
+    parser.add_argument("--sandbox", default=default_value, choices=SANDBOXES,
+                        help="where the tests run: bwrap (bubblewrap: no network, nothing writable but the "
+                             "workspace and a private /tmp, no API keys, resource limits), none, or auto: "
+                             "bwrap when it works here, else none with a warning (default: %(default)s)")
 
 
 def build_parser(load: Iterable[str] | None = None) -> argparse.ArgumentParser:

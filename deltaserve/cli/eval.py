@@ -10,7 +10,7 @@ from pathlib import Path
 from rich.console import Console
 from rich.markup import escape
 
-from deltaserve.cli import COMMANDS, default
+from deltaserve.cli import COMMANDS, add_sandbox_option, default
 from deltaserve.cli.kv_options import add_kv_cache_options, kv_cache_kwargs
 from deltaserve.engine import EngineConfig
 from deltaserve.engine.config import SPECULATIVE_METHODS
@@ -47,6 +47,7 @@ def register(subparsers) -> None:
     check.add_argument("--tasks", help="comma-separated task ids (default: all)")
     check.add_argument("--workers", type=int, default=2)
     _add_tasks_dir(check)
+    add_sandbox_option(check)
     check.set_defaults(func=run_check_tasks)
 
     dc = sub.add_parser("decode-cost", help="teacher-force each format's gold reply through the engine")
@@ -70,6 +71,7 @@ def register(subparsers) -> None:
     dc.add_argument("--threads", type=int, help="CPU threads for the engine (default: the engine's); 1 is "
                     "steadier when other jobs share the cores")
     dc.add_argument("--out", type=Path, help="output dir (default: runs/decode-cost-<time>)")
+    add_sandbox_option(dc, default(DecodeCostConfig, "sandbox"))
     dc.set_defaults(func=run_decode_cost)
 
     ag = sub.add_parser("agent", help="run the agent on the suite per model x format (resumable)")
@@ -89,6 +91,7 @@ def register(subparsers) -> None:
     ag.add_argument("--api-base", default=None)
     add_kv_cache_options(ag.add_argument_group("local/ models' engines"))
     ag.add_argument("--out", type=Path, help="output dir; rerunning with the same dir resumes")
+    add_sandbox_option(ag, default(AgentEvalConfig, "sandbox"))
     ag.set_defaults(func=run_agent)
 
     imp = sub.add_parser("import-swebench", help="SWE-bench-format instances (JSONL) -> task folders, from "
@@ -113,7 +116,7 @@ def run_check_tasks(args) -> int:
     if not tasks:
         print("no tasks found", file=sys.stderr)
         return 1
-    checks = check_tasks(tasks, workers=args.workers)
+    checks = check_tasks(tasks, workers=args.workers, sandbox=args.sandbox)
     console = Console()
     console.print(render_table(checks))
     bad = [c.task_id for c in checks if not c.ok]
@@ -136,6 +139,7 @@ def run_decode_cost(args) -> int:
         speculative=args.speculative,
         dtype=args.dtype,
         threads=args.threads,
+        sandbox=args.sandbox,
         out_dir=args.out or _default_out("decode-cost"),
     )
     print_decode_summary(run_decode_cost_eval(config))
@@ -154,6 +158,7 @@ def run_agent(args) -> int:
         max_steps=args.max_steps,
         max_tokens=args.max_tokens,
         api_base=args.api_base,
+        sandbox=args.sandbox,
         out_dir=args.out or _default_out("agent"),
     )
     result = run_agent_eval(config)

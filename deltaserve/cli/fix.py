@@ -6,7 +6,7 @@ import argparse
 import sys
 from pathlib import Path
 
-from deltaserve.cli import COMMANDS, default, wrapped
+from deltaserve.cli import COMMANDS, add_sandbox_option, default, wrapped
 from deltaserve.cli.kv_options import add_kv_cache_options, kv_cache_kwargs
 from deltaserve.errors import DeltaserveError, HarnessError
 from deltaserve.harness import formats, local_provider
@@ -14,6 +14,7 @@ from deltaserve.harness.agent import Agent
 from deltaserve.harness.config import AgentConfig
 from deltaserve.harness.console_view import ConsoleView
 from deltaserve.harness.workspace_guard import check_clean, make_copy
+from deltaserve.tools.sandbox import choose
 
 FIX_EXAMPLES = """examples:
   deltaserve fix path/to/repo --task "parse_date('2024-02-30') should raise ValueError"
@@ -61,6 +62,7 @@ def register(subparsers) -> None:
                    help="CPU threads for a local/ model's engine (default: torch's; 1 is steadier on a busy "
                         "machine)")
     add_kv_cache_options(p.add_argument_group("a local/ model's engine"))
+    add_sandbox_option(p, default(AgentConfig, "sandbox"))
     p.add_argument("--dry-run", action="store_true",
                    help="show the first applicable edits without writing them")
     where = p.add_mutually_exclusive_group()
@@ -81,6 +83,7 @@ def run(args: argparse.Namespace) -> int:
         return 2
     if not (args.allow_dirty or args.copy):
         check_clean(args.path)  # before anything slow (loading a model, running the tests)
+    choose(args.sandbox)  # bwrap asked for but unusable: a SandboxError (exit 2), also before anything slow
     try:  # a local/ model loads now: a wrong name is a clear error, not a failed first step
         local_provider.load(args.model, num_threads=args.threads, **kv_cache_kwargs(args))
     except (DeltaserveError, ValueError, OSError) as exc:  # transformers' loaders raise plain ValueErrors too
@@ -91,7 +94,8 @@ def run(args: argparse.Namespace) -> int:
     config = AgentConfig(model=args.model, edit_format=args.format, max_steps=args.max_steps,
                          max_tokens=args.max_tokens, api_base=args.api_base, test_cmd=args.test_cmd,
                          candidates=args.candidates, allow_test_edits=args.allow_test_edits,
-                         dry_run=args.dry_run, allow_dirty=args.allow_dirty or args.copy)  # a copy: ours
+                         dry_run=args.dry_run, sandbox=args.sandbox,
+                         allow_dirty=args.allow_dirty or args.copy)  # a copy is ours to edit
     agent = Agent(workspace, args.task, config, observers=[ConsoleView()], trace=args.trace)
     report = agent.run()
     return 0 if report.solved or (args.dry_run and report.steps) else 1

@@ -7,14 +7,14 @@ from __future__ import annotations
 import argparse
 import sys
 
-from deltaserve.cli import COMMANDS, default, wrapped
+from deltaserve.cli import COMMANDS, add_sandbox_option, default, wrapped
 from deltaserve.engine import EngineConfig
 from deltaserve.errors import ModelNotFoundError
 from deltaserve.harness.formats import whole
 from deltaserve.harness.tokens import TokenCounter
 from deltaserve.tools.edit_accounting import EditAccounting
 from deltaserve.tools.mcp_server import serve
-from deltaserve.tools.sandbox import NAMES, choose
+from deltaserve.tools.sandbox import choose
 from deltaserve.tools.tests import DEFAULT_COMMAND
 from deltaserve.tools.workspace import Workspace
 
@@ -50,9 +50,7 @@ def register(subparsers) -> None:
     p.add_argument("--tokenizer", default=default(EngineConfig, "model"), metavar="MODEL",
                    help="tokenizer the decode accounting counts with: a bundled model name or a local "
                         "Hugging Face model dir, never downloaded (default: %(default)s)")
-    p.add_argument("--sandbox", default="auto", choices=NAMES,
-                   help="where run_tests runs the tests: bwrap (bubblewrap), none, or auto: bwrap when it "
-                        "works here (default: %(default)s)")
+    add_sandbox_option(p)
     p.set_defaults(func=run, error_exit=2)
 
 

@@ -5,6 +5,7 @@ import subprocess
 import pytest
 
 from deltaserve.cli import main
+from deltaserve.tools import sandbox
 
 
 def git(root, *args):
@@ -18,7 +19,7 @@ def test_help_lists_every_option(capsys):
     text = capsys.readouterr().out
     assert "examples:" in text and "(default: local/smollm2-135m)" in text
     for option in ["--task", "--test-cmd", "--model", "--api-base", "--format", "--max-steps", "--max-tokens",
-                   "--trace", "--dry-run", "--allow-dirty", "--copy", "--threads"]:
+                   "--trace", "--dry-run", "--allow-dirty", "--copy", "--threads", "--sandbox"]:
         assert option in text
 
 
@@ -67,3 +68,18 @@ def test_top_level_help_and_no_command(capsys):
     for command in ["fix", "serve", "mcp"]:
         assert f"deltaserve {command} " in out  # an example of each
     assert main([]) == 2 and "COMMAND" in capsys.readouterr().out
+
+
+def test_a_bwrap_sandbox_that_cannot_run_is_refused_before_the_run(project, capsys, monkeypatch):
+    monkeypatch.setattr(sandbox, "bwrap_problem", lambda: "bubblewrap (bwrap) is not installed")
+    code = main(["fix", str(project), "--task", "x", "--allow-dirty", "--sandbox", "bwrap",
+                 "--model", "local/no-such-model"])  # refused before the model would fail to load
+    captured = capsys.readouterr()
+    assert code == 2 and "apt-get install bubblewrap" in captured.err and "Step 0" not in captured.out
+
+
+def test_the_run_header_names_the_sandbox_asked_for(project, test_cmd, capsys):
+    code = main(["fix", str(project), "--copy", "--task", "fix add", "--test-cmd", test_cmd,
+                 "--sandbox", "none", "--model", "openai/none", "--api-base", "http://127.0.0.1:9/v1",
+                 "--max-steps", "1"])
+    assert code == 1 and "sandbox=none" in capsys.readouterr().out

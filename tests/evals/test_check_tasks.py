@@ -1,4 +1,5 @@
-"""check-tasks over the whole suite, and that it catches broken tasks."""
+"""check-tasks over the whole suite (in the default sandbox: bwrap wherever it runs, so every task's suite
+passes inside it), and that it catches broken tasks."""
 
 import shutil
 
@@ -39,5 +40,5 @@ def test_wrong_failing_test_ids_are_reported_and_cli_exits_nonzero(tmp_path, cap
     (dest / "task.json").write_text(spec.model_dump_json())
     check = check_task(load_tasks(tmp_path / "tasks")[0])
     assert not check.ok and "failing before: expected" in check.problems[0]
-    assert main(["eval", "check-tasks", "--tasks-dir", str(tmp_path / "tasks")]) == 1
+    assert main(["eval", "check-tasks", "--tasks-dir", str(tmp_path / "tasks"), "--sandbox", "none"]) == 1
     assert "0/1 tasks ok" in capsys.readouterr().out

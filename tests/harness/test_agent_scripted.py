@@ -10,6 +10,7 @@ import pytest
 from rich.console import Console
 
 from deltaserve.harness import Agent, RunReport
+from deltaserve.tools.sandbox import bwrap_problem
 
 MODEL = "openai/gpt-4o-mini"  # counted with litellm's token_counter (tiktoken, bundled); never called
 BUGGY = "def add(a, b):\n    return a - b\n\n\ndef mul(a, b):\n    return a * b\n"  # conftest's calc.py
@@ -111,6 +112,9 @@ def test_two_step_fix_with_every_number_checked(project, test_cmd, tmp_path):
     # the trace holds one line per step and rebuilds the same run
     lines = trace.read_text().splitlines()
     assert len(lines) == 2 and json.loads(lines[1])["decode_saved"] == s2.decode_saved
+    ran_in = "none" if bwrap_problem() else "bwrap"  # `auto`'s pick here: the trace says which one ran
+    assert initial.sandbox == json.loads(lines[1])["tests"]["sandbox"] == ran_in
+    assert f"sandbox={ran_in}" in out.getvalue()
     assert RunReport.from_trace(trace).steps == report.steps
 
     table = out.getvalue()
