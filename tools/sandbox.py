@@ -1,11 +1,12 @@
 """Where a test command runs: `bwrap` isolates it with bubblewrap, `none` runs it with the caller's rights.
 
 Tests execute model-written code. Under `bwrap` that code sees the root filesystem read-only; only the
-workspace and a private, size-capped /tmp are writable; /run (service sockets) and known credential files
-under the home directory are hidden; it has a network namespace of its own (its own loopback, never the
-host's, and no route out), a PID namespace of its own (nothing it starts outlives the run), HOME inside the
-private /tmp, an allow-listed environment (no API keys) and per-process resource limits (CPU seconds,
-address space, processes, open files, file size) set with prlimit, which nothing inside can raise.
+workspace (not its .git) and a private, size-capped /tmp are writable; /run (service sockets) and known
+credential files under the home directory are hidden; it has a network namespace of its own (its own
+loopback, never the host's, and no route out), a PID namespace of its own (nothing it starts outlives the
+run), HOME inside the private /tmp, an allow-listed environment (no API keys) and per-process resource
+limits (CPU seconds, address space, processes, open files, file size) set with prlimit, which nothing
+inside can raise.
 
 The kernel does not apply the process limit to uid 0, so as root the command runs as an unprivileged uid
 (OUTSIDE_ID) in a user namespace that also maps root: with CAP_DAC_OVERRIDE and CAP_FOWNER in that
@@ -70,7 +71,7 @@ class Limits:
     address_space_bytes: int = field(default_factory=lambda: min(16 << 30, _physical_memory()))
     processes: int = 512  # processes and threads together
     open_files: int = 4096
-    file_bytes: int = 1 << 30  # the largest file one write may grow
+    file_bytes: int = 1 << 30  # the largest file a process may write
     tmp_bytes: int = 1 << 30  # size of each private /tmp, /var/tmp, /run (they live in memory)
 
     def prlimit(self) -> list[str]:
@@ -144,7 +145,11 @@ class BwrapSandbox:
         args += _hide_credentials(root)
         for needed in _interpreter_dirs():  # our Python, should it live under a private dir
             args += ["--ro-bind", needed, needed]
-        args += ["--bind", str(root), str(root), "--dir", SANDBOX_HOME, "--chdir", str(root), "--"]
+        args += ["--bind", str(root), str(root)]
+        git = root / ".git"
+        if git.exists() and not git.is_symlink():  # the repository's history is not the tests' to rewrite
+            args += ["--ro-bind", str(git), str(git)]
+        args += ["--dir", SANDBOX_HOME, "--chdir", str(root), "--"]
         return args + setuid + self.limits.prlimit() + argv
 
     def _spawn_as_root(self, argv: list[str], root: Path, env: dict[str, str],

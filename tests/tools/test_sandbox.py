@@ -220,6 +220,7 @@ NORMAL_SUITE = textwrap.dedent('''
     def test_git_in_the_workspace():
         out = subprocess.run(["git", "status", "--porcelain"], capture_output=True, text=True)
         assert out.returncode == 0, out.stderr
+        assert subprocess.run(["rm", "-rf", ".git"]).returncode != 0  # its history is read-only
 
     def test_subprocess():
         out = subprocess.run([sys.executable, "-c", "print(6 * 7)"], capture_output=True, text=True)
@@ -252,6 +253,7 @@ def test_a_normal_suite_passes_inside_the_sandbox(tmp_path):
     assert res.ok and res.passed == 6 and res.sandbox == "bwrap", res.output[-3000:]
     out = tmp_path / "out.txt"
     assert out.read_text() == "written by a test\n"
+    assert (tmp_path / ".git" / "HEAD").is_file()
     assert (out.stat().st_uid, out.stat().st_gid) == (tmp_path.stat().st_uid, tmp_path.stat().st_gid)
 
 
