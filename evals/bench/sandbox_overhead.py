@@ -4,7 +4,7 @@ median wall time per task, the ratio, and overall the summed medians' ratio. Eac
 run_tests call (sandbox start, the tests, the kill of what is left, giving files back). Both runs of a
 task must agree on which tests fail, or the sandbox changed a result.
 
-    python -m deltaserve.evals.bench.sandbox_overhead --repeats 5
+    deltaserve bench sandbox --repeats 5
     deltaserve bench sandbox --tasks a-median,b-geometry
 """
 
@@ -88,14 +88,3 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--repeats", type=int, default=5,
                    help="timed runs per task and sandbox (default: %(default)s)")
     p.add_argument("--tasks", default=None, help="comma-separated task ids (default: all bundled tasks)")
-
-
-def main(argv: list[str] | None = None) -> int:
-    p = argparse.ArgumentParser(prog="python -m deltaserve.evals.bench.sandbox_overhead",
-                                description=__doc__.split("\n\n")[0])
-    add_arguments(p)
-    return run(p.parse_args(argv))
-
-
-if __name__ == "__main__":
-    sys.exit(main())
