@@ -24,16 +24,19 @@ from deltaserve.evals.console import print_decode_summary
 from deltaserve.evals.decode_cost import DecodeCostConfig, edited_sizes, load_engine, run_decode_cost_eval
 from deltaserve.evals.task_suite import load_tasks
 from deltaserve.harness import Agent, formats
-from deltaserve.harness.local_provider import PREFIX, register_local_engine
+from deltaserve.harness.config import DEFAULT_MODEL, AgentConfig
+from deltaserve.harness.local_provider import PREFIX, local_name, register_local_engine
 
 
 @dataclass
 class DemoConfig:
-    model: str = EngineConfig.model_fields["model"].default  # an engine model: bundled name, HF dir or .gguf
+    # an engine model (bundled name, HF dir or .gguf); by default the agent's own default model
+    model: str = local_name(DEFAULT_MODEL) or EngineConfig.model_fields["model"].default
     task_id: str | None = None  # default: the task with the smallest edited file
     edit_format: str = formats.DEFAULT
-    max_steps: int = 2  # a quick demo: fewer and shorter replies than the agent's own defaults
-    max_tokens: int = 256
+    max_steps: int = 3  # a quick demo: fewer and shorter replies than the agent's own defaults
+    max_tokens: int = 512
+    candidates: int = AgentConfig.model_fields["candidates"].default
     run_agent: bool = True
     run_eval: bool = True
     out_dir: Path | None = None
@@ -80,7 +83,7 @@ def run_demo(config: DemoConfig, console: Console | None = None, engine=None) ->
         copy_repo(task, repo.parent)
         agent = Agent(repo, task.spec.description, test_cmd=test_command(task), model=f"{PREFIX}{local_name}",
                       edit_format=config.edit_format, max_steps=config.max_steps,
-                      max_tokens=config.max_tokens,
+                      max_tokens=config.max_tokens, candidates=config.candidates,
                       allow_dirty=True, trace=out_dir / "agent" / "trace.jsonl", console=console)
         report = agent.run()
         (out_dir / "agent" / "report.json").write_text(report.model_dump_json(indent=2))

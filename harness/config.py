@@ -9,8 +9,11 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from deltaserve.harness import context, feedback, formats
 
-DEFAULT_MODEL = "local/smollm2-135m"
-"""The model an agent uses when none is named: the bundled SmolLM2-135M on the in-process engine."""
+DEFAULT_MODEL = "local/qwen2.5-coder-1.5b"
+"""The model an agent uses when none is named: the bundled Qwen2.5-Coder-1.5B-Instruct on the in-process
+engine (the smallest bundled model that fixes bugs; SmolLM2-135M, `local/smollm2-135m`, is the fast one
+for tests and plumbing)."""
+
 
 
 class AgentConfig(BaseModel):
@@ -21,7 +24,8 @@ class AgentConfig(BaseModel):
     model: str = DEFAULT_MODEL
     """litellm model string; `local/<name>` runs our engine in this process."""
     edit_format: str = formats.DEFAULT
-    """How the model writes edits: one of harness.formats.names()."""
+    """How the model writes edits: one of harness.formats.names(); `auto` picks one per step by expected
+    decode cost."""
     api_base: str | None = None
     """OpenAI-compatible base URL for the model (a `deltaserve serve` or vLLM server); None: litellm's."""
     max_steps: int = Field(default=6, ge=1)

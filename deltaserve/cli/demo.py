@@ -19,6 +19,8 @@ def register(subparsers) -> None:
     parser.add_argument("--max-steps", type=int, default=default(DemoConfig, "max_steps"))
     parser.add_argument("--max-tokens", type=int, default=default(DemoConfig, "max_tokens"),
                         help="max tokens per agent reply (default: %(default)s)")
+    parser.add_argument("--candidates", type=int, default=default(DemoConfig, "candidates"),
+                        help="replies per agent step (default: %(default)s)")
     parser.add_argument("--no-agent", action="store_true", help="skip the agent run")
     parser.add_argument("--no-eval", action="store_true", help="skip the decode-cost eval")
     parser.add_argument("--threads", type=int, help="CPU threads for the engine (default: the engine's)")
@@ -28,7 +30,8 @@ def register(subparsers) -> None:
 
 def run(args) -> int:
     config = DemoConfig(model=args.model, task_id=args.task, edit_format=args.format,
-                        max_steps=args.max_steps, max_tokens=args.max_tokens, run_agent=not args.no_agent,
+                        max_steps=args.max_steps, max_tokens=args.max_tokens, candidates=args.candidates,
+                        run_agent=not args.no_agent,
                         run_eval=not args.no_eval, out_dir=args.out, threads=args.threads)
     run_demo(config)
     return 0

@@ -28,7 +28,7 @@ from deltaserve.harness.formats.whole import WholeFormat
 
 __all__ = ["DEFAULT", "EditFormat", "get", "names", "register"]
 
-DEFAULT = "udiff"
+DEFAULT = "auto"  # per step, the format with the lowest expected decode cost (harness/format_choice.py)
 _MEMBERS = ("name", "numbered_context", "instructions", "parse", "apply", "counterfactual")
 _REGISTRY: dict[str, EditFormat] = {}
 

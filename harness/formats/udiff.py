@@ -1,4 +1,4 @@
-"""`udiff` (the default): the model writes a unified diff; only changed lines plus a little context.
+"""`udiff`: the model writes a unified diff; only changed lines plus a little context.
 
 Parsing only finds the diff text in the reply; tools.patch.apply_patch parses it (unidiff) and applies it
 locating each hunk by content: exact -> rstrip -> indent -> blank-lines -> fuzzy (tools.hunks).

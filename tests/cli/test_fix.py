@@ -17,7 +17,7 @@ def test_help_lists_every_option(capsys):
         main(["fix", "--help"])
     assert exc.value.code == 0
     text = capsys.readouterr().out
-    assert "examples:" in text and "(default: local/smollm2-135m)" in text
+    assert "examples:" in text and "(default: local/qwen2.5-coder-1.5b)" in text
     for option in ["--task", "--test-cmd", "--model", "--api-base", "--format", "--max-steps", "--max-tokens",
                    "--trace", "--dry-run", "--allow-dirty", "--copy", "--threads", "--sandbox"]:
         assert option in text

@@ -37,7 +37,7 @@ def test_observers_see_every_event_and_nothing_is_printed(project, quick_test_cm
                   mock_response=RIGHT, counter=len)
     report = agent.run()
     assert report.solved
-    assert recorder.events == [("start", MODEL, "udiff"), ("initial", False),
+    assert recorder.events == [("start", MODEL, "auto"), ("initial", False),
                                ("step", 1, "tests pass", ("calc.py",), True), ("end", "tests pass")]
     assert capsys.readouterr() == ("", "")  # no console at all
     assert agent.completion_kwargs == {"mock_response": RIGHT}  # not a config field: goes to the model call
@@ -51,5 +51,6 @@ def test_keyword_settings_override_the_config_and_are_validated(project):
 
 
 def test_defaults_are_documented_and_name_the_bundled_model():
-    assert DEFAULT_MODEL == f"local/{EngineConfig().model}"
+    assert DEFAULT_MODEL == "local/qwen2.5-coder-1.5b"  # bundled; the engine's own default stays SmolLM2
+    assert EngineConfig().model == "smollm2-135m"
     assert all(field.description for field in AgentConfig.model_fields.values())
