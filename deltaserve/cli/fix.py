@@ -28,8 +28,8 @@ Exit code: 0 when the tests pass, 1 when they still fail, 2 for bad arguments.""
 
 DESCRIPTION = ("Run the bug-fixing agent on a project directory: it runs the tests, asks the model for "
                "edits (per step in the cheapest format by default), applies them all-or-nothing, reruns "
-               "the tests, and prints per step the prompt tokens served from cache (prefill saved) and the decode tokens saved against "
-               "re-typing whole files.")
+               "the tests, and prints per step the prompt tokens served from cache (prefill saved) and "
+               "the decode tokens and passes saved against re-typing whole files.")
 
 
 def register(subparsers) -> None:
