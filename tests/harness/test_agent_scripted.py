@@ -124,7 +124,7 @@ def test_two_step_fix_with_every_number_checked(project, test_cmd, tmp_path):
 def test_views_and_replies_without_edits_are_answered(project, quick_test_cmd):
     usages = []
     replies = ["Let me look first.\nVIEW calc.py 1-2\nGREP def mul", "I am not sure what to do.", RIGHT]
-    agent = Agent(project, "fix add", test_cmd=quick_test_cmd, model=MODEL,
+    agent = Agent(project, "fix add", test_cmd=quick_test_cmd, model=MODEL, edit_format="udiff",  # numbered
                   complete=scripted(replies, usages), console=Console(file=io.StringIO()))
     report = agent.run()
     assert [s.action for s in report.steps] == ["view", "none", "edit"] and report.solved
