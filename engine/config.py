@@ -21,6 +21,10 @@ class EngineConfig(BaseModel):
     dtype: Literal["auto", "float32", "bfloat16", "float16"] = "auto"
     device: str = "auto"  # "auto" -> cuda when available, else cpu
     num_threads: int | None = Field(default=None, ge=1)  # CPU intra-op threads; None keeps torch's default
+    # Weight-only quantization of the linear layers (engine/quant.py); the KV cache keeps `dtype`.
+    # "auto": int4 for bfloat16 on CPU, none otherwise (fp32 is the reference mode).
+    quant: Literal["auto", "none", "int8", "int4"] = "auto"
+    quant_group_size: Literal[32, 64, 128, 256] = 32  # int4 inputs per scale/zero; 32 = GGUF's Q4 block
 
     # Paged KV cache: num_blocks wins over kv_cache_memory_mb; both None -> a device-dependent default.
     block_size: int = Field(default=16, ge=1, le=1024)

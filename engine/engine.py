@@ -34,6 +34,7 @@ from deltaserve.engine.loader import LoadedModel, load_model
 from deltaserve.engine.model import LlamaModel, Span, max_positions_for
 from deltaserve.engine.outputs import DraftCounts, EngineStats, RequestOutput, add_drafts
 from deltaserve.engine.prefix_cache import BlockManager
+from deltaserve.engine.quant import resolve_quant
 from deltaserve.engine.sampler import SamplingParams, make_generator, sample
 from deltaserve.engine.scheduler import ScheduledSpan, Scheduler
 from deltaserve.engine.sequence import Sequence, Status
@@ -72,7 +73,9 @@ class Engine:
             torch.set_num_threads(config.num_threads)
 
         max_positions = max_positions_for(loaded.hf_config, config.max_model_len)
-        self.model = LlamaModel(loaded.hf_config, loaded.weights, self.dtype, self.device, max_positions)
+        self.quant = resolve_quant(config.quant, self.device, self.dtype)
+        self.model = LlamaModel(loaded.hf_config, loaded.weights, self.dtype, self.device, max_positions,
+                                self.quant, config.quant_group_size)
         loaded.weights = {}  # the model holds its own (fused, cast) copies
         m = self.model
         per_block = bytes_per_block(m.num_layers, config.block_size, m.num_kv_heads, m.head_dim, self.dtype)
@@ -414,7 +417,7 @@ class Engine:
 
     def __repr__(self) -> str:
         return (f"Engine(model={self.model_name!r}, device={self.device}, dtype={self.dtype}, "
-                f"blocks={self.blocks.num_blocks}x{self.config.block_size}, "
+                f"quant={self.quant}, blocks={self.blocks.num_blocks}x{self.config.block_size}, "
                 f"max_model_len={self.max_model_len})")
 
 

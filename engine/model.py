@@ -17,6 +17,8 @@ import torch.nn.functional as F
 
 from deltaserve.engine.errors import EngineError
 from deltaserve.engine.kv_cache import KVCache
+from deltaserve.engine.linear import DenseLinear, prepack_works
+from deltaserve.engine.quant import QuantMode, head_quant_for, make_linear
 
 SUPPORTED_ARCHS = ("llama", "mistral", "qwen2", "qwen3")
 # Spans up to this length are batched into one padded attention call (decode and verify spans);
@@ -24,6 +26,9 @@ SUPPORTED_ARCHS = ("llama", "mistral", "qwen2", "qwen3")
 MAX_BATCHED_SPAN = 16
 # A longer span over cached context still uses the matmul attention up to this length, then SDPA.
 MAX_MATMUL_SPAN = 128
+# Matmul attention over at most this many keys runs in fp32 on CPU (bf16 wins beyond: ~same at 256 keys,
+# 2.9x faster at 2,000, measured on one AVX-512 core).
+FP32_ATTENTION_MAX_KEYS = 256
 
 
 @dataclass
@@ -59,20 +64,6 @@ class ForwardBatch:
     logits_index: torch.Tensor
     groups: list[AttnGroup]
     identity_output: bool  # one group whose padded rows are exactly the flat batch, in order
-
-
-def mkldnn_linear(x: torch.Tensor, w: torch.Tensor, b: torch.Tensor | None = None) -> torch.Tensor:
-    return torch.ops.mkldnn._linear_pointwise(x, w, b, "none", [], "")
-
-
-def can_prepack(dtype: torch.dtype, device: torch.device) -> bool:
-    """oneDNN-prepacked bf16 weights: bit-identical to F.linear here, ~1.4-1.9x faster for batch-1 decode
-    (measured on a 2-core CPU); fp32 keeps F.linear, whose results the HF comparisons pin."""
-    try:
-        return (device.type == "cpu" and dtype == torch.bfloat16 and torch.backends.mkldnn.is_available()
-                and torch.ops.mkldnn._is_mkldnn_bf16_supported())
-    except (AttributeError, RuntimeError):
-        return False
 
 
 def hf_arch(hf_config) -> str:
@@ -118,43 +109,17 @@ def rope_tables(hf_config, head_dim: int, max_positions: int, dtype: torch.dtype
 
 
 class Layer:
-    __slots__ = ("in_norm", "qkv_w", "qkv_b", "qk_norm", "o_w", "o_b", "post_norm", "gu_w", "gu_b",
-                 "down_w", "down_b")
-
-
-class _Weights:
-    """The checkpoint's tensors, read onto the model's device and dtype."""
-
-    def __init__(self, weights: dict[str, torch.Tensor], dtype: torch.dtype, device: torch.device) -> None:
-        self.raw, self.dtype, self.device = weights, dtype, device
-
-    def __contains__(self, name: str) -> bool:
-        return name in self.raw
-
-    def get(self, name: str) -> torch.Tensor:
-        return self.raw[name].to(device=self.device, dtype=self.dtype).contiguous()
-
-    def optional(self, name: str) -> torch.Tensor | None:
-        return self.get(name) if name in self.raw else None
-
-    def cat_optional(self, names: list[str], sizes: list[int]) -> torch.Tensor | None:
-        """The named tensors concatenated (zeros for missing ones), or None when none of them exists."""
-        if not any(n in self.raw for n in names):
-            return None
-        parts = [self.get(n) if n in self.raw else torch.zeros(s, dtype=self.dtype, device=self.device)
-                 for n, s in zip(names, sizes, strict=True)]
-        return torch.cat(parts)
-
-    def scaled(self, name: str, scale: float) -> torch.Tensor:
-        """The tensor times `scale`, computed in float32 before rounding to the model's dtype."""
-        return (self.raw[name].float() * scale).to(self.dtype)
+    __slots__ = ("in_norm", "qkv", "qk_norm", "o", "post_norm", "gu", "down")
 
 
 class LlamaModel:
-    """Weights as plain tensors and a forward pass that is just a loop over layers."""
+    """Weights as plain tensors and linear callables (engine/linear.py, engine/quant.py), and a forward
+    pass that is just a loop over layers. `quant` stores the projections int4/int8 (engine/quant.py says
+    which precision the LM head keeps). The model consumes `weights`: each entry is removed once converted,
+    so loading never holds the source checkpoint and the model in full at the same time."""
 
     def __init__(self, hf_config, weights: dict[str, torch.Tensor], dtype: torch.dtype, device,
-                 max_positions: int):
+                 max_positions: int, quant: QuantMode = "none", group_size: int = 32):
         self.arch = hf_arch(hf_config)
         c = hf_config
         self.num_layers = c.num_hidden_layers
@@ -166,62 +131,73 @@ class LlamaModel:
         self.vocab_size = c.vocab_size
         self.sliding_window = sliding_window_of(c)
         self.dtype, self.device = dtype, torch.device(device)
+        self.quant, self.group_size = quant, group_size
         act = getattr(c, "hidden_act", "silu")
         if act != "silu":
             raise EngineError(f"unsupported hidden_act {act!r} (only silu / SwiGLU)")
-        w = _Weights(weights, dtype, self.device)
-        self.embed = w.get("model.embed_tokens.weight")
-        self.final_norm = w.get("model.norm.weight")
-        self.lm_head = self.embed if "lm_head.weight" not in w else w.get("lm_head.weight")
-        self.layers = [self._layer(w, i) for i in range(self.num_layers)]
-        self.linear = F.linear
-        if can_prepack(dtype, self.device):
-            self._prepack()
+        self.prepack = prepack_works(dtype, self.device)
+
+        embed = weights.pop("model.embed_tokens.weight")
+        self.embed = embed.to(device=self.device, dtype=dtype).contiguous()
+        self.final_norm = self._take(weights, "model.norm.weight")
+        head_quant = head_quant_for(quant)
+        if "lm_head.weight" in weights:
+            self.lm_head = self._linear(weights, ["lm_head"], quant=head_quant)
+        elif head_quant == "none" and not self.prepack:
+            self.lm_head = DenseLinear(self.embed)  # tied: the lookup table itself
+        else:  # tied, but packed or quantized: a copy
+            self.lm_head = self._linear({"lm_head.weight": embed}, ["lm_head"], quant=head_quant)
+        del embed
+        self.layers = [self._layer(weights, f"model.layers.{i}.") for i in range(self.num_layers)]
         self.cos, self.sin = rope_tables(c, self.head_dim, max_positions, dtype, self.device)
         self.max_positions = max_positions
 
-    def _layer(self, w: _Weights, i: int) -> Layer:
-        hd, nh, nkv = self.head_dim, self.num_heads, self.num_kv_heads
-        p = f"model.layers.{i}."
+    def _take(self, weights: dict, name: str) -> torch.Tensor:
+        return weights.pop(name).to(device=self.device, dtype=self.dtype).contiguous()
+
+    def _linear(self, weights: dict, names: list[str], row_scale: float = 1.0,
+                quant: QuantMode | None = None):
+        """One linear over the row-concatenated weights `names` (biases zero-filled where missing), built
+        from full precision so that quantization sees the source values."""
+        dev = self.device
+        ws = [weights.pop(n + ".weight").to(dev).float() for n in names]
+        ws[0] = ws[0] * row_scale
+        bias = None
+        if any(n + ".bias" in weights for n in names):
+            bias = torch.cat([weights.pop(n + ".bias").to(dev).float() if n + ".bias" in weights
+                              else torch.zeros(x.shape[0], device=dev)
+                              for n, x in zip(names, ws, strict=True)])
+            bias[: ws[0].shape[0]] *= row_scale
+            bias = bias.to(self.dtype)
+        return make_linear(torch.cat(ws), bias, self.dtype, self.quant if quant is None else quant,
+                           self.group_size, self.prepack)
+
+    def _layer(self, weights: dict, p: str) -> Layer:
         a, m = p + "self_attn.", p + "mlp."
+        nh, nkv, hd = self.num_heads, self.num_kv_heads, self.head_dim
         layer = Layer()
-        layer.in_norm = w.get(p + "input_layernorm.weight")
-        layer.post_norm = w.get(p + "post_attention_layernorm.weight")
-        qkv = ("q_proj", "k_proj", "v_proj")
-        layer.qkv_w = torch.cat([w.get(f"{a}{proj}.weight") for proj in qkv])
-        layer.qkv_b = w.cat_optional([f"{a}{proj}.bias" for proj in qkv], [nh * hd, nkv * hd, nkv * hd])
+        layer.in_norm = self._take(weights, p + "input_layernorm.weight")
+        layer.post_norm = self._take(weights, p + "post_attention_layernorm.weight")
         layer.qk_norm = None
         # The attention scale 1/sqrt(head_dim) is folded into q (RoPE is linear, so it commutes):
         # into the qwen3 q_norm weight where there is one, else into q_proj's rows.
         scale = hd ** -0.5
-        if a + "q_norm.weight" in w:  # qwen3: per-head RMSNorm on q and k before RoPE
-            q_norm = w.scaled(a + "q_norm.weight", scale).expand(nh, hd)
-            k_norm = w.get(a + "k_norm.weight").expand(nkv, hd)
-            layer.qk_norm = torch.cat([q_norm, k_norm]).to(self.device)
-        else:
-            layer.qkv_w[: nh * hd] = w.scaled(a + "q_proj.weight", scale)
-            if layer.qkv_b is not None and a + "q_proj.bias" in w:
-                layer.qkv_b[: nh * hd] = w.scaled(a + "q_proj.bias", scale)
-        layer.o_w, layer.o_b = w.get(a + "o_proj.weight"), w.optional(a + "o_proj.bias")
-        layer.gu_w = torch.cat([w.get(m + "gate_proj.weight"), w.get(m + "up_proj.weight")])
-        inter = layer.gu_w.shape[0] // 2
-        layer.gu_b = w.cat_optional([m + "gate_proj.bias", m + "up_proj.bias"], [inter, inter])
-        layer.down_w, layer.down_b = w.get(m + "down_proj.weight"), w.optional(m + "down_proj.bias")
+        q_scale = scale
+        if a + "q_norm.weight" in weights:  # qwen3: per-head RMSNorm on q and k before RoPE
+            q_norm = (weights.pop(a + "q_norm.weight").float() * scale).to(self.dtype)
+            k_norm = self._take(weights, a + "k_norm.weight")
+            layer.qk_norm = torch.cat([q_norm.expand(nh, hd), k_norm.expand(nkv, hd)]).to(self.device)
+            q_scale = 1.0
+        layer.qkv = self._linear(weights, [a + "q_proj", a + "k_proj", a + "v_proj"], q_scale)
+        layer.o = self._linear(weights, [a + "o_proj"])
+        layer.gu = self._linear(weights, [m + "gate_proj", m + "up_proj"])
+        layer.down = self._linear(weights, [m + "down_proj"])
         return layer
 
-    def _prepack(self) -> None:
-        pack = torch.ops.mkldnn._reorder_linear_weight
-        try:
-            names = ("qkv_w", "o_w", "gu_w", "down_w")
-            packed = [[pack(getattr(layer, n), 1) for n in names] for layer in self.layers]
-            lm_head = pack(self.lm_head, 1)
-            mkldnn_linear(torch.zeros(1, self.hidden_size, dtype=self.dtype), lm_head)
-        except RuntimeError:
-            return  # this build cannot; plain F.linear it is
-        for layer, (qkv, o, gu, down) in zip(self.layers, packed, strict=True):
-            layer.qkv_w, layer.o_w, layer.gu_w, layer.down_w = qkv, o, gu, down
-        self.lm_head = lm_head  # a packed copy; the embedding keeps the plain (maybe tied) tensor
-        self.linear = mkldnn_linear
+    def linears(self) -> list:
+        """Every projection and the LM head (for inspection: memory, kernels)."""
+        projections = [lin for layer in self.layers for lin in (layer.qkv, layer.o, layer.gu, layer.down)]
+        return projections + [self.lm_head]
 
     # ---- batch preparation (once per step, shared by all layers) ----
 
@@ -331,7 +307,6 @@ class LlamaModel:
     def forward(self, batch: ForwardBatch, kv: KVCache) -> torch.Tensor:
         """Logits (float32) for batch.logits_index rows, in that order."""
         nh, nkv, hd = self.num_heads, self.num_kv_heads, self.head_dim
-        linear = self.linear
         total = batch.input_ids.shape[0]
         x = F.embedding(batch.input_ids, self.embed)
         cos, sin = self.cos[batch.positions], self.sin[batch.positions]
@@ -339,7 +314,7 @@ class LlamaModel:
         qk_width = (nh + nkv) * hd
         for i, layer in enumerate(self.layers):
             h = F.rms_norm(x, (self.hidden_size,), layer.in_norm, self.eps)
-            qkv = linear(h, layer.qkv_w, layer.qkv_b)
+            qkv = layer.qkv(h)
             qk = qkv[:, :qk_width].view(total, nh + nkv, hd)
             if layer.qk_norm is not None:
                 qk = F.rms_norm(qk, (hd,), None, self.eps) * layer.qk_norm
@@ -349,13 +324,13 @@ class LlamaModel:
             kv.k_heads[i].index_copy_(1, batch.slots, k.transpose(0, 1))
             kv.v_heads[i].index_copy_(1, batch.slots, v.transpose(0, 1))
             attn = self._attention(q, k, v, kv.k_heads[i], kv.v_heads[i], batch, total)
-            x = x + linear(attn, layer.o_w, layer.o_b)
+            x = x + layer.o(attn)
             h = F.rms_norm(x, (self.hidden_size,), layer.post_norm, self.eps)
-            gate, up = linear(h, layer.gu_w, layer.gu_b).chunk(2, dim=-1)
-            x = x + linear(F.silu(gate) * up, layer.down_w, layer.down_b)
+            gate, up = layer.gu(h).chunk(2, dim=-1)
+            x = x + layer.down(F.silu(gate) * up)
         x = x.index_select(0, batch.logits_index)
         x = F.rms_norm(x, (self.hidden_size,), self.final_norm, self.eps)
-        return linear(x, self.lm_head).float()
+        return self.lm_head(x).float()
 
     def _attention(self, q, k, v, k_cache, v_cache, batch: ForwardBatch, total: int) -> torch.Tensor:
         nh, hd = self.num_heads, self.head_dim
@@ -404,11 +379,16 @@ class LlamaModel:
         flat = g.kv_index.flatten()
         kg = k_cache.index_select(1, flat).view(nkv, b, kmax, hd)
         vg = v_cache.index_select(1, flat).view(nkv, b, kmax, hd)
+        upcast = kmax <= FP32_ATTENTION_MAX_KEYS and q.dtype != torch.float32 and q.device.type == "cpu"
+        if upcast:  # tiny bf16 matmuls cost a fixed ~12 us each on CPU; fp32 ones a third of that
+            qg, kg, vg = qg.float(), kg.float(), vg.float()
         scores = torch.matmul(qg, kg.transpose(-1, -2))  # q carries the 1/sqrt(head_dim) scale already
         if g.mask is not None:
             scores = (scores.view(nkv, b, grp, t, kmax) + g.mask[None, :, None]).view(nkv, b, grp * t, kmax)
-        probs = scores.softmax(-1, dtype=torch.float32).to(q.dtype)
+        probs = scores.softmax(-1, dtype=torch.float32).to(vg.dtype)
         o = torch.matmul(probs, vg)  # [kv, b, grp * t, hd]
+        if upcast:
+            o = o.to(q.dtype)
         return o.view(nkv, b, grp, t, hd).permute(1, 3, 0, 2, 4).reshape(b * t, nh * hd)
 
 
