@@ -277,6 +277,10 @@ class LlamaModel:
         qmax = max(len(s.token_ids) for s in spans)
         ctxs = [s.start + len(s.token_ids) for s in spans]
         kmax = max(ctxs)
+        dev = self.device
+        if b == 1 and qmax == 1 and not self.sliding_window:  # batch-1 decode: every key visible, no padding
+            return AttnGroup(slice(offsets[0], offsets[0] + 1), self._context_slots(spans[0], block_size)[None].to(dev),
+                             None, False, None, 1, 1)
         kv_index = torch.zeros(b, kmax, dtype=torch.long)
         token_index = torch.zeros(b, qmax, dtype=torch.long)
         valid = torch.zeros(b, qmax, dtype=torch.bool)
@@ -291,7 +295,6 @@ class LlamaModel:
         all_valid = bool(valid.all())
         if qmax == 1 and all(c == kmax for c in ctxs) and not self.sliding_window:
             mask = None  # every key visible to every query
-        dev = self.device
         return AttnGroup(
             token_index.to(dev),
             kv_index.to(dev),
