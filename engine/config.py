@@ -17,7 +17,7 @@ class EngineConfig(BaseModel):
     model: str = "smollm2-135m"
     # Download a hub id missing from the local Hugging Face cache (never under HF_HUB_OFFLINE)
     allow_download: bool = False
-    # "auto": bfloat16 on CUDA and on CPU (faster than float32 on CPU: evals/bench/engine_vs_hf.py --dtype).
+    # "auto": bfloat16 on CUDA and on CPU (faster than float32 on CPU: bench engine --ours fp32,bf16).
     dtype: Literal["auto", "float32", "bfloat16", "float16"] = "auto"
     device: str = "auto"  # "auto" -> cuda when available, else cpu
     num_threads: int | None = Field(default=None, ge=1)  # CPU intra-op threads; None keeps torch's default
@@ -25,6 +25,9 @@ class EngineConfig(BaseModel):
     # "auto": int4 for bfloat16 on CPU, none otherwise (fp32 is the reference mode).
     quant: Literal["auto", "none", "int8", "int4"] = "auto"
     quant_group_size: Literal[32, 64, 128, 256] = 32  # int4 inputs per scale/zero; 32 = GGUF's Q4 block
+    # The LM head too (int4 models keep a bf16 head otherwise): faster decode, measurably less accurate
+    # (engine/quant.py head_quant_for has the figures).
+    quant_lm_head: bool = False
 
     # Paged KV cache: num_blocks wins over kv_cache_memory_mb; both None -> a device-dependent default.
     block_size: int = Field(default=16, ge=1, le=1024)

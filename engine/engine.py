@@ -67,7 +67,7 @@ class Engine:
         self.device = torch.device(
             ("cuda" if torch.cuda.is_available() else "cpu") if config.device == "auto" else config.device
         )
-        # bf16 on CPU too: faster than fp32 for decode and prefill (evals/bench/engine_vs_hf.py --dtype).
+        # bf16 on CPU too: faster than fp32 for decode and prefill (deltaserve bench engine --ours fp32,bf16).
         self.dtype = torch.bfloat16 if config.dtype == "auto" else DTYPES[config.dtype]
         if config.num_threads:
             torch.set_num_threads(config.num_threads)
@@ -75,7 +75,7 @@ class Engine:
         max_positions = max_positions_for(loaded.hf_config, config.max_model_len)
         self.quant = resolve_quant(config.quant, self.device, self.dtype)
         self.model = LlamaModel(loaded.hf_config, loaded.weights, self.dtype, self.device, max_positions,
-                                self.quant, config.quant_group_size)
+                                self.quant, config.quant_group_size, config.quant_lm_head)
         loaded.weights = {}  # the model holds its own (fused, cast) copies
         m = self.model
         per_block = bytes_per_block(m.num_layers, config.block_size, m.num_kv_heads, m.head_dim, self.dtype)
@@ -101,8 +101,8 @@ class Engine:
 
     def _disk_store(self, loaded: LoadedModel) -> DiskKVStore:
         c = self.config
-        # weight quantization where the config has it; the device too ("auto" settings resolve by device)
-        quant = f"{getattr(c, 'quant', None)}:{getattr(c, 'quant_group_size', None)}:{self.device.type}"
+        # KV computed with quantized weights is not another model's KV; the device too ("auto" resolves by it)
+        quant = f"{self.quant}:{c.quant_group_size}:{c.quant_lm_head}:{self.device.type}"
         fingerprint = model_fingerprint(loaded.source_dir, loaded.hf_config, self.dtype, c.block_size, quant)
         return DiskKVStore(c.kv_cache_dir, fingerprint, int(c.kv_cache_max_gb * 2**30))
 

@@ -114,12 +114,13 @@ class Layer:
 
 class LlamaModel:
     """Weights as plain tensors and linear callables (engine/linear.py, engine/quant.py), and a forward
-    pass that is just a loop over layers. `quant` stores the projections int4/int8 (engine/quant.py says
-    which precision the LM head keeps). The model consumes `weights`: each entry is removed once converted,
-    so loading never holds the source checkpoint and the model in full at the same time."""
+    pass that is just a loop over layers. `quant` stores the projections int4/int8 (and the LM head with
+    them where engine/quant.py's head_quant_for says so). The model consumes `weights`: each entry is
+    removed once converted, so loading never holds the source checkpoint and the model in full at once."""
 
     def __init__(self, hf_config, weights: dict[str, torch.Tensor], dtype: torch.dtype, device,
-                 max_positions: int, quant: QuantMode = "none", group_size: int = 32):
+                 max_positions: int, quant: QuantMode = "none", group_size: int = 32,
+                 quantize_head: bool = False):
         self.arch = hf_arch(hf_config)
         c = hf_config
         self.num_layers = c.num_hidden_layers
@@ -140,7 +141,7 @@ class LlamaModel:
         embed = weights.pop("model.embed_tokens.weight")
         self.embed = embed.to(device=self.device, dtype=dtype).contiguous()
         self.final_norm = self._take(weights, "model.norm.weight")
-        head_quant = head_quant_for(quant)
+        head_quant = head_quant_for(quant, quantize_head)
         if "lm_head.weight" in weights:
             self.lm_head = self._linear(weights, ["lm_head"], quant=head_quant)
         elif head_quant == "none" and not self.prepack:
@@ -198,6 +199,17 @@ class LlamaModel:
         """Every projection and the LM head (for inspection: memory, kernels)."""
         projections = [lin for layer in self.layers for lin in (layer.qkv, layer.o, layer.gu, layer.down)]
         return projections + [self.lm_head]
+
+    def weight_bytes(self) -> tuple[int, int]:
+        """(bytes a batch-1 decode step reads: every linear as its kernel stores it; bytes held in all: those,
+        the dense copies quantized linears keep for many-row calls, the embedding and the norms)."""
+        read = sum(lin.nbytes() for lin in self.linears())
+        dense = sum(lin.dense.nbytes() for lin in self.linears() if getattr(lin, "dense", None) is not None)
+        shares_embed = isinstance(self.lm_head, DenseLinear) and self.lm_head.weight is self.embed
+        norms = [self.final_norm] + [t for layer in self.layers for t in (layer.in_norm, layer.post_norm,
+                                                                           layer.qk_norm) if t is not None]
+        rest = (0 if shares_embed else self.embed.nbytes) + sum(t.nbytes for t in norms)
+        return read, read + dense + rest
 
     # ---- batch preparation (once per step, shared by all layers) ----
 
@@ -279,8 +291,8 @@ class LlamaModel:
         kmax = max(ctxs)
         dev = self.device
         if b == 1 and qmax == 1 and not self.sliding_window:  # batch-1 decode: every key visible, no padding
-            return AttnGroup(slice(offsets[0], offsets[0] + 1), self._context_slots(spans[0], block_size)[None].to(dev),
-                             None, False, None, 1, 1)
+            kv_index = self._context_slots(spans[0], block_size)[None].to(dev)
+            return AttnGroup(slice(offsets[0], offsets[0] + 1), kv_index, None, False, None, 1, 1)
         kv_index = torch.zeros(b, kmax, dtype=torch.long)
         token_index = torch.zeros(b, qmax, dtype=torch.long)
         valid = torch.zeros(b, qmax, dtype=torch.bool)

@@ -1,8 +1,11 @@
-"""`deltaserve bench engine|prefix|spec|load|kv-disk|sandbox`: benchmarks that print their figures side by
-side, with ratios.
+"""`deltaserve bench engine|accuracy|prefix|spec|load|kv-disk|sandbox`: benchmarks that print their figures
+side by side, with ratios.
 
-- engine: our engine vs HF generate() (evals/bench/engine_vs_hf.py): prefill and decode tok/s, short and
-          long context.
+- engine: our engine (bf16, int8, int4 weights) vs llama.cpp on the same GGUF and HF generate()
+          (evals/bench/engine_vs_hf.py): prefill tok/s and decode ms/token at short and long context,
+          for both bundled models in one run.
+- accuracy: int8/int4 weights against bf16 from the same weights: greedy token agreement over code
+          prompts and perplexity on a fixed text (evals/bench/quant_accuracy.py).
 - prefix: the agent workload (per-turn TTFT with/without prefix caching vs HF) and batched throughput
           (evals/bench/prefix.py).
 - spec:   speculative decoding off vs on over teacher-forced edit replies
@@ -20,15 +23,16 @@ import argparse
 
 from deltaserve.cli import COMMANDS, default
 from deltaserve.engine import EngineConfig
+from deltaserve.evals.bench import engine_vs_hf, quant_accuracy, sandbox_overhead
 from deltaserve.evals.bench import kv_disk as bench_kv_disk
-from deltaserve.evals.bench import sandbox_overhead
 from deltaserve.evals.bench import speculative as bench_speculative
-from deltaserve.evals.bench.engine_vs_hf import bench_engine
 from deltaserve.evals.bench.load import register_load
 from deltaserve.evals.bench.prefix import bench_prefix
 
 EPILOG = """examples:
-  deltaserve bench engine --dtype bfloat16,float32      # ours vs HF generate, batch 1, 2 threads
+  deltaserve bench engine                               # both models: ours bf16/int8/int4, llama.cpp, HF
+  deltaserve bench engine --model smollm2-135m --ours fp32,bf16   # one model, two of our dtypes
+  deltaserve bench accuracy                             # int8/int4 vs bf16: greedy agreement, perplexity
   deltaserve bench prefix                               # 5-turn agent workload + 8 concurrent requests
   deltaserve bench spec --threads 1                     # passes and seconds, speculation off vs on
   deltaserve bench load --tiny                          # 200 streaming requests, 20% disconnects
@@ -44,11 +48,6 @@ def _engine_options(p: argparse.ArgumentParser) -> None:
                    help="comma-separated dtypes to compare; prefix uses the first (default: %(default)s)")
     p.add_argument("--threads", type=int, default=2, help="torch threads (default: %(default)s)")
     p.add_argument("--repeats", type=int, default=2, help="timed repeats, best kept (default: %(default)s)")
-
-
-def _run_engine(args) -> int:
-    bench_engine(args.model, _dtypes(args), args.threads, args.repeats)
-    return 0
 
 
 def _run_prefix(args) -> int:
@@ -70,9 +69,13 @@ def register(subparsers) -> None:
         description=__doc__, epilog=EPILOG, formatter_class=argparse.RawDescriptionHelpFormatter)
     benches = parser.add_subparsers(dest="bench", metavar="BENCH")
 
-    p = benches.add_parser("engine", help="our engine vs HF generate(): prefill and decode tok/s")
-    _engine_options(p)
-    p.set_defaults(func=_run_engine)
+    p = benches.add_parser("engine", help="ours (bf16/int8/int4) vs llama.cpp and HF: prefill, decode speed")
+    engine_vs_hf.add_arguments(p)
+    p.set_defaults(func=engine_vs_hf.run)
+
+    p = benches.add_parser("accuracy", help="int8/int4 weights vs bf16: greedy agreement and perplexity")
+    quant_accuracy.add_arguments(p)
+    p.set_defaults(func=quant_accuracy.run_args)
 
     p = benches.add_parser("prefix", help="agent workload TTFT per turn (cache on/off vs HF) and throughput")
     _engine_options(p)

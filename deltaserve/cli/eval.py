@@ -12,6 +12,7 @@ from rich.markup import escape
 
 from deltaserve.cli import COMMANDS, add_sandbox_option, default
 from deltaserve.cli.kv_options import add_kv_cache_options, kv_cache_kwargs
+from deltaserve.cli.quant_options import add_quant_options, quant_kwargs
 from deltaserve.engine import EngineConfig
 from deltaserve.engine.config import SPECULATIVE_METHODS
 from deltaserve.evals.agent_eval import AgentEvalConfig, run_agent_eval
@@ -70,6 +71,7 @@ def register(subparsers) -> None:
     dc.add_argument("--dtype", default="auto", help="engine dtype (auto: the engine's choice for the device)")
     dc.add_argument("--threads", type=int, help="CPU threads for the engine (default: the engine's); 1 is "
                     "steadier when other jobs share the cores")
+    add_quant_options(dc)
     dc.add_argument("--out", type=Path, help="output dir (default: runs/decode-cost-<time>)")
     add_sandbox_option(dc, default(DecodeCostConfig, "sandbox"))
     dc.set_defaults(func=run_decode_cost)
@@ -89,7 +91,9 @@ def register(subparsers) -> None:
     ag.add_argument("--max-tokens", type=int, default=default(AgentEvalConfig, "max_tokens"),
                     help="max tokens per reply (default: %(default)s)")
     ag.add_argument("--api-base", default=None)
-    add_kv_cache_options(ag.add_argument_group("local/ models' engines"))
+    local_engines = ag.add_argument_group("local/ models' engines")
+    add_kv_cache_options(local_engines)
+    add_quant_options(local_engines)
     ag.add_argument("--out", type=Path, help="output dir; rerunning with the same dir resumes")
     add_sandbox_option(ag, default(AgentEvalConfig, "sandbox"))
     ag.set_defaults(func=run_agent)
@@ -141,6 +145,7 @@ def run_decode_cost(args) -> int:
         threads=args.threads,
         sandbox=args.sandbox,
         out_dir=args.out or _default_out("decode-cost"),
+        engine_kwargs=quant_kwargs(args),
     )
     print_decode_summary(run_decode_cost_eval(config))
     return 0
@@ -148,7 +153,7 @@ def run_decode_cost(args) -> int:
 
 def run_agent(args) -> int:
     for model in _comma_list(args.models) or []:  # local/ engines built now, with the disk tier if asked
-        local_provider.load(model, num_threads=args.threads, **kv_cache_kwargs(args))
+        local_provider.load(model, num_threads=args.threads, **kv_cache_kwargs(args), **quant_kwargs(args))
     config = AgentEvalConfig(
         models=_comma_list(args.models),
         formats=_comma_list(args.formats),

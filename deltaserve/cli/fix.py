@@ -8,6 +8,7 @@ from pathlib import Path
 
 from deltaserve.cli import COMMANDS, add_sandbox_option, default, wrapped
 from deltaserve.cli.kv_options import add_kv_cache_options, kv_cache_kwargs
+from deltaserve.cli.quant_options import add_quant_options, quant_kwargs
 from deltaserve.errors import DeltaserveError, HarnessError
 from deltaserve.harness import formats, local_provider
 from deltaserve.harness.agent import Agent
@@ -61,7 +62,9 @@ def register(subparsers) -> None:
     p.add_argument("--threads", type=int, default=None, metavar="N",
                    help="CPU threads for a local/ model's engine (default: torch's; 1 is steadier on a busy "
                         "machine)")
-    add_kv_cache_options(p.add_argument_group("a local/ model's engine"))
+    local_engine = p.add_argument_group("a local/ model's engine")
+    add_kv_cache_options(local_engine)
+    add_quant_options(local_engine)
     add_sandbox_option(p, default(AgentConfig, "sandbox"))
     p.add_argument("--dry-run", action="store_true",
                    help="show the first applicable edits without writing them")
@@ -85,7 +88,8 @@ def run(args: argparse.Namespace) -> int:
         check_clean(args.path)  # before anything slow (loading a model, running the tests)
     choose(args.sandbox)  # bwrap asked for but unusable: a SandboxError (exit 2), also before anything slow
     try:  # a local/ model loads now: a wrong name is a clear error, not a failed first step
-        local_provider.load(args.model, num_threads=args.threads, **kv_cache_kwargs(args))
+        local_provider.load(args.model, num_threads=args.threads, **kv_cache_kwargs(args),
+                            **quant_kwargs(args))
     except (DeltaserveError, ValueError, OSError) as exc:  # transformers' loaders raise plain ValueErrors too
         raise HarnessError(f"cannot load {args.model}: {exc}") from exc
     workspace = make_copy(args.path) if args.copy else args.path

@@ -9,6 +9,7 @@ from pydantic import ValidationError
 
 from deltaserve.cli import COMMANDS, default, wrapped
 from deltaserve.cli.kv_options import add_kv_cache_options, kv_cache_kwargs
+from deltaserve.cli.quant_options import add_quant_options, quant_kwargs
 from deltaserve.engine import Engine, EngineConfig
 from deltaserve.engine.config import SPECULATIVE_METHODS
 from deltaserve.engine.server import ServerLimits, bind_socket, run_server
@@ -50,6 +51,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     eng.add_argument("--dtype", default=None, choices=["auto", "float32", "bfloat16", "float16"],
                      help="weights and KV cache dtype (default: auto, bfloat16 on GPU)")
     eng.add_argument("--device", default=None, help="auto, cpu, cuda, cuda:1, ... (default: auto)")
+    add_quant_options(eng)
     eng.add_argument("--num-threads", type=int, default=None, metavar="N",
                      help="CPU threads for torch (default: torch's; 1 is steadier on a busy machine)")
     eng.add_argument("--max-num-seqs", type=int, default=None, metavar="N", help="largest running batch")
@@ -96,7 +98,7 @@ def engine_kwargs(args: argparse.Namespace) -> dict:
     kwargs = {k: v for k, v in kwargs.items() if v is not None}
     if args.no_prefix_caching:
         kwargs["enable_prefix_caching"] = False
-    return {**kwargs, **kv_cache_kwargs(args)}
+    return {**kwargs, **kv_cache_kwargs(args), **quant_kwargs(args)}
 
 
 def run(args: argparse.Namespace) -> int:

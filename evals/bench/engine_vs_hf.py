@@ -1,32 +1,44 @@
-"""Our engine vs HF generate(), batch 1, same dtype and threads: prefill tok/s and decode tok/s at short
-and long context, printed side by side with the speed-up (not a test: the numbers depend on the machine).
+"""Our engine (bf16, int8 and int4 weights) vs llama.cpp on the same GGUF and HF generate(), batch 1, greedy,
+same threads: prefill tok/s of a 2,000-token prompt and decode ms/token at ~50 and ~2,000 tokens of context,
+printed side by side with the ratios (not a test: the numbers depend on the machine).
 
-    deltaserve bench engine [--dtype bfloat16,float32] [--threads 2] [--repeats 2]
+    deltaserve bench engine [--model smollm2-135m,qwen2.5-coder-1.5b] [--ours bf16,int8,int4] [--threads 2]
     python -m deltaserve.evals.bench.engine_vs_hf [same options]
 
-Each figure is the median of --repeats runs, HF and ours interleaved so background load hits both.
+Each of our variants is loaded alone (the 1.5B model's three would not fit in memory together) and measured
+`--repeats` times, interleaved with llama.cpp and HF in the same rounds so that background load hits all of
+them; every figure is a median. llama.cpp is skipped (with a note) when llama-cpp-python is not installed or
+the model is not a GGUF; HF runs where it is cheap (`--hf auto`: checkpoints up to 1 GB).
 """
 
 from __future__ import annotations
 
 import argparse
+import gc
 import statistics
 import sys
 import time
 
 import torch
 
-from deltaserve.engine import Engine, SamplingParams
-from deltaserve.evals.bench.reference import (
-    add_engine_arguments,
-    dtype_list,
-    hf_generate_s,
-    hf_model,
-    synthetic_prompt,
-)
+from deltaserve.engine import Engine, ModelNotFoundError, SamplingParams
+from deltaserve.engine.loader import resolve_model_dir
+from deltaserve.evals.bench.llama_cpp import open_llama_cpp
+from deltaserve.evals.bench.reference import hf_generate_s, hf_model, synthetic_prompt
 from deltaserve.evals.bench.table import table
 
 DECODE_TOKENS = 32
+SHORT, LONG = 50, 2000
+HF_AUTO_MAX_BYTES = 1 << 30  # --hf auto: HF generate() for checkpoints up to this size
+# our variants: name -> EngineConfig settings
+VARIANTS = {
+    "fp32": {"dtype": "float32", "quant": "none"},
+    "bf16": {"dtype": "bfloat16", "quant": "none"},
+    "int8": {"dtype": "bfloat16", "quant": "int8"},
+    "int4": {"dtype": "bfloat16", "quant": "int4"},  # the LM head stays bf16
+    "int4-head": {"dtype": "bfloat16", "quant": "int4", "quant_lm_head": True},
+}
+DEFAULT_MODELS = "smollm2-135m,qwen2.5-coder-1.5b"
 
 
 class TokenClock:
@@ -57,55 +69,148 @@ def ours_prefill_decode(eng: Engine, ids: list[int]) -> tuple[float, float]:
     return len(ids) / m.ttft_s, 1000 * m.decode_s / m.decode_passes
 
 
-def measure(eng: Engine, hf, repeats: int) -> dict[str, float]:
-    """Medians of prefill tok/s (2,000-token prompt) and decode ms/token (~50 and ~2,000 ctx), both sides."""
-    short, long = synthetic_prompt(eng, 50), synthetic_prompt(eng, 2000)
-    ours_prefill_decode(eng, short)  # warm-up both
-    hf_prefill_decode(hf, short)
-    res: dict[str, list[float]] = {k: [] for k in ("hf_pf", "hf_d50", "hf_d2k", "o_pf", "o_d50", "o_d2k")}
-    for _ in range(repeats):
-        res["hf_d50"].append(hf_prefill_decode(hf, short)[1])
-        res["o_d50"].append(ours_prefill_decode(eng, short)[1])
-        pf, d = hf_prefill_decode(hf, long)
-        res["hf_pf"].append(pf)
-        res["hf_d2k"].append(d)
-        pf, d = ours_prefill_decode(eng, long)
-        res["o_pf"].append(pf)
-        res["o_d2k"].append(d)
-    return {k: statistics.median(v) for k, v in res.items()}
+def load_ours(model: str, variant: str) -> Engine:
+    blocks = -(-(LONG + DECODE_TOKENS + 8) // 16) + 4  # one 2,000-token request, nothing more
+    return Engine.from_pretrained(model, **VARIANTS[variant], enable_prefix_caching=False,
+                                  speculative="off", max_num_batched_tokens=2048, max_num_seqs=1,
+                                  num_blocks=blocks)  # plain batch-1 decode, like the others
 
 
-def bench_engine(model: str, dtypes: list[str], threads: int, repeats: int) -> None:
+class Samples:
+    """Per column: prefill tok/s (long prompt) and decode ms/token (short and long context) samples."""
+
+    def __init__(self):
+        self.values: dict[tuple[str, str], list[float]] = {}
+
+    def add(self, column: str, short: tuple[float, float], long: tuple[float, float]) -> None:
+        for key, value in (("pf", long[0]), ("d50", short[1]), ("d2k", long[1])):
+            self.values.setdefault((column, key), []).append(value)
+
+    def median(self, column: str, key: str) -> float | None:
+        got = self.values.get((column, key))
+        return statistics.median(got) if got else None
+
+
+def measure_round(samples: Samples, runners: dict, short: list[int], long: list[int]) -> None:
+    """One round: every runner on the short then the long prompt, one after the other."""
+    for column, run in runners.items():
+        samples.add(column, run(short), run(long))
+
+
+def hf_wanted(model: str, mode: str) -> bool:
+    if mode != "auto":
+        return mode == "on"
+    size = sum(f.stat().st_size for f in resolve_model_dir(model).glob("*.safetensors"))
+    return size <= HF_AUTO_MAX_BYTES
+
+
+def bench_model(model: str, variants: list[str], threads: int, repeats: int, hf_mode: str) -> None:
     torch.set_num_threads(threads)
-    for dtype in dtypes:
-        eng = Engine.from_pretrained(model, dtype=dtype, enable_prefix_caching=False,
-                                     max_num_batched_tokens=2048, speculative=False)  # plain decode, like HF
-        hf = hf_model(model, dtype)
-        med = measure(eng, hf, repeats)
-        rows = table_rows(med)
-        print(table(f"\n{model}, {dtype}, batch 1, {threads} threads, median of {repeats}",
-                    ["", "HF generate", "deltaserve", "speed-up"], rows), flush=True)
-        del eng, hf
+    notes: list[str] = []
+    refs: dict = {}
+    lcpp, why = open_llama_cpp(model, threads)
+    if lcpp is None:
+        notes.append(f"llama.cpp skipped: {why}")
+    else:
+        refs["llama.cpp"] = lambda ids: lcpp.prefill_decode(ids, DECODE_TOKENS)
+    hf = hf_model(model, "bfloat16") if hf_wanted(model, hf_mode) else None
+    if hf is not None:
+        refs["HF bf16"] = lambda ids: hf_prefill_decode(hf, ids)
+    samples, weights_mb = Samples(), {}
+    for variant in variants:
+        eng = load_ours(model, variant)
+        column = f"ours {variant}"
+        decode_bytes, kept_bytes = eng.model.weight_bytes()
+        weights_mb[column] = f"{decode_bytes / 2**20:,.0f} / {kept_bytes / 2**20:,.0f}"
+        short, long = synthetic_prompt(eng, SHORT), synthetic_prompt(eng, LONG)
+        runners = {column: lambda ids, eng=eng: ours_prefill_decode(eng, ids), **refs}
+        for run in runners.values():  # warm-up
+            run(short)
+        for _ in range(repeats):
+            measure_round(samples, runners, short, long)
+        del eng, runners
+        gc.collect()
+    if lcpp is not None:
+        lcpp.close()
+    print_tables(model, threads, repeats, samples, weights_mb, notes)
 
 
-def table_rows(med: dict[str, float]) -> list[list]:
-    """[label, HF, ours, speed-up] rows; prefill tok/s: ours/HF, decode ms/token: HF/ours."""
-    hf_pf, our_pf = med["hf_pf"], med["o_pf"]
-    rows = [["prefill tok/s (2,000-token prompt)", hf_pf, our_pf, f"{our_pf / hf_pf:.2f}x"]]
-    for ctx, key in (("~50", "d50"), ("~2,000", "d2k")):
-        hf_ms, our_ms = med[f"hf_{key}"], med[f"o_{key}"]
-        rows.append([f"decode ms/token at {ctx} ctx", hf_ms, our_ms, f"{hf_ms / our_ms:.2f}x"])
-        rows.append([f"decode tok/s at {ctx} ctx", 1000 / hf_ms, 1000 / our_ms, ""])
-    return rows
+def print_tables(model: str, threads: int, repeats: int, samples: Samples, weights_mb: dict,
+                 notes: list[str]) -> None:
+    columns = list(dict.fromkeys(c for c, _ in samples.values))
+    columns = [c for c in columns if c.startswith("HF")] + [c for c in columns if not c.startswith("HF")]
+    rows = []
+    for label, key in (("prefill tok/s (2,000-token prompt)", "pf"), ("decode ms/token at ~50 ctx", "d50"),
+                       ("decode ms/token at ~2,000 ctx", "d2k")):
+        rows.append([label] + [_cell(samples.median(c, key)) for c in columns])
+    rows.append(["weights MB: read per token / held"] + [weights_mb.get(c, "") for c in columns])
+    print(table(f"\n{model}, batch 1, greedy, {threads} threads, median of {repeats} (ours each with the "
+                f"references of its rounds)", [""] + columns, rows), flush=True)
+    ours = [c for c in columns if c.startswith("ours")]
+    for ref in [c for c in columns if not c.startswith("ours")]:
+        ratio_rows = []
+        for label, key in (("prefill", "pf"), ("decode at ~50 ctx", "d50"), ("decode at ~2,000 ctx", "d2k")):
+            r = samples.median(ref, key)
+            vals = [samples.median(c, key) for c in ours]
+            ratio_rows.append([label] + [_ratio(v, r, key) for v in vals])
+        print(table(f"speed of ours over {ref} (> 1: ours faster)", [""] + ours, ratio_rows), flush=True)
+    for note in notes:
+        print(note)
+
+
+def _cell(value: float | None) -> str:
+    return "-" if value is None else f"{value:,.1f}"
+
+
+def _ratio(ours: float | None, ref: float | None, key: str) -> str:
+    if ours is None or ref is None:
+        return "-"
+    return f"{(ours / ref if key == 'pf' else ref / ours):.2f}x"  # tok/s: ours/ref; ms/token: ref/ours
+
+
+def bench_engine(models: list[str], variants: list[str], threads: int, repeats: int, hf_mode: str) -> None:
+    for model in models:
+        try:
+            bench_model(model, variants, threads, repeats, hf_mode)
+        except ModelNotFoundError as exc:
+            print(f"\n{model}: skipped, {exc.message}", flush=True)
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--model", default=DEFAULT_MODELS,
+                        help="comma-separated model names or paths (default: %(default)s)")
+    parser.add_argument("--ours", default="bf16,int8,int4",
+                        help=f"our variants to measure, comma-separated from {', '.join(VARIANTS)} "
+                             "(int8/int4: bf16 activations with those weights, int4-head: the LM head int4 "
+                             "too; default: %(default)s)")
+    parser.add_argument("--hf", choices=["auto", "on", "off"], default="auto",
+                        help="HF generate() column: auto = for checkpoints up to 1 GB (default: %(default)s)")
+    parser.add_argument("--threads", type=int, default=2,
+                        help="threads for all of them (default: %(default)s)")
+    parser.add_argument("--repeats", type=int, default=3,
+                        help="timed rounds per variant, the median is shown (default: %(default)s)")
+
+
+def comma_list(text: str) -> list[str]:
+    return [item.strip() for item in text.split(",") if item.strip()]
+
+
+def run(args) -> int:
+    variants = comma_list(args.ours)
+    unknown = [v for v in variants if v not in VARIANTS]
+    if unknown:
+        print(f"unknown --ours variant(s) {', '.join(unknown)}; choose from {', '.join(VARIANTS)}",
+              file=sys.stderr)
+        return 2
+    bench_engine(comma_list(args.model), variants, args.threads, args.repeats, args.hf)
+    return 0
 
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m deltaserve.evals.bench.engine_vs_hf",
                                      description=__doc__.splitlines()[0])
-    add_engine_arguments(parser)
-    args = parser.parse_args(argv)
-    bench_engine(args.model, dtype_list(args.dtype), args.threads, args.repeats)
-    return 0
+    add_arguments(parser)
+    return run(parser.parse_args(argv))
 
 
 if __name__ == "__main__":

@@ -1,7 +1,7 @@
 """How much int8/int4 weights change a model: greedy agreement with bf16 and perplexity, same weights.
 
-    python -m deltaserve.evals.bench.quant_accuracy [--model smollm2-135m] [--quant int8,int4]
-                                                    [--group-sizes 32]
+    deltaserve bench accuracy [--model smollm2-135m,qwen2.5-coder-1.5b] [--ours int8,int4,int4-head]
+                              [--group-sizes 32]    (or python -m deltaserve.evals.bench.quant_accuracy)
 
 For each of PROMPTS (code requests, chat template applied) the bf16 model decodes NEW_TOKENS greedy tokens;
 each quantized model then
@@ -24,7 +24,8 @@ import torch
 
 from deltaserve.engine import Engine, SamplingParams
 from deltaserve.engine.model import Span
-from deltaserve.evals.bench.engine_vs_hf import table
+from deltaserve.evals.bench.engine_vs_hf import DEFAULT_MODELS, VARIANTS, comma_list
+from deltaserve.evals.bench.table import table
 
 NEW_TOKENS = 64
 PPL_CHUNK = 512
@@ -83,10 +84,10 @@ def nll_sum(eng: Engine, ids: list[int]) -> tuple[float, int]:
     return total, count
 
 
-def load(model: str, quant: str, group_size: int, max_len: int) -> Engine:
-    return Engine.from_pretrained(model, dtype="bfloat16", quant=quant, quant_group_size=group_size,
-                                  enable_prefix_caching=False, speculative=False, max_model_len=max_len,
-                                  max_num_seqs=1)
+def load(model: str, variant: str, group_size: int) -> Engine:
+    return Engine.from_pretrained(model, **VARIANTS[variant], quant_group_size=group_size,
+                                  enable_prefix_caching=False, speculative="off",
+                                  max_model_len=PPL_CHUNK + 1024, max_num_seqs=1)
 
 
 def evaluate(eng: Engine, prompts: list[list[int]], text_ids: list[int]) -> dict:
@@ -115,16 +116,16 @@ def compare(greedy: list[list[int]], reference: list[list[int]]) -> tuple[float,
     return same / total, sum(g == r for g, r in zip(greedy, reference, strict=True)) / len(reference)
 
 
-def run(model: str, quants: list[str], group_sizes: list[int], ppl_tokens: int, threads: int) -> None:
+def run(model: str, variants: list[str], group_sizes: list[int], ppl_tokens: int, threads: int) -> None:
     torch.set_num_threads(threads)
-    variants = [("none", 32)] + [(q, g) for q in quants for g in (group_sizes if q == "int4" else [32])]
+    plan = [("bf16", 32)] + [(v, g) for v in variants for g in (group_sizes if "int4" in v else [32])]
     rows, base = [], None
-    for quant, group in variants:
-        eng = load(model, quant, group, max_len=max(PPL_CHUNK, 1024) + NEW_TOKENS)
+    for variant, group in plan:
+        eng = load(model, variant, group)
         prompts = [eng.apply_chat_template([{"role": "user", "content": p}]) for p in PROMPTS]
         text_ids = eng.tokenizer(fixed_text())["input_ids"][:ppl_tokens + 1]
         res = evaluate(eng, prompts, text_ids)
-        name = "bf16" if quant == "none" else quant + (f" g{group}" if quant == "int4" else "")
+        name = variant + (f" g{group}" if "int4" in variant else "")
         if base is None:
             base = res
             rows.append([name, "-", "-", "-", res["ppl"], "-"])
@@ -140,19 +141,27 @@ def run(model: str, quants: list[str], group_sizes: list[int], ppl_tokens: int, 
                 "free-running tokens", "identical replies", "perplexity", "vs bf16"], rows), flush=True)
 
 
-def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m deltaserve.evals.bench.quant_accuracy",
-                                     description=__doc__.splitlines()[0])
-    parser.add_argument("--model", default="smollm2-135m", help="comma-separated model names or paths")
-    parser.add_argument("--quant", default="int8,int4", help="comma-separated: int8, int4")
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--model", default=DEFAULT_MODELS, help="comma-separated model names or paths")
+    parser.add_argument("--ours", default="int8,int4,int4-head",
+                        help="variants compared with bf16, comma-separated (bench engine's names)")
     parser.add_argument("--group-sizes", default="32", help="int4 group sizes to compare, comma-separated")
     parser.add_argument("--ppl-tokens", type=int, default=4096, help="tokens of fixed text for perplexity")
     parser.add_argument("--threads", type=int, default=2)
-    args = parser.parse_args(argv)
-    for model in args.model.split(","):
-        run(model, args.quant.split(","), [int(g) for g in args.group_sizes.split(",")], args.ppl_tokens,
+
+
+def run_args(args) -> int:
+    for model in comma_list(args.model):
+        run(model, comma_list(args.ours), [int(g) for g in comma_list(args.group_sizes)], args.ppl_tokens,
             args.threads)
     return 0
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m deltaserve.evals.bench.quant_accuracy",
+                                     description=__doc__.splitlines()[0])
+    add_arguments(parser)
+    return run_args(parser.parse_args(argv))
 
 
 if __name__ == "__main__":

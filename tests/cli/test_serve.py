@@ -8,6 +8,7 @@ import pytest
 
 from deltaserve.cli import build_parser, main
 from deltaserve.cli.kv_options import kv_cache_kwargs
+from deltaserve.cli.quant_options import quant_kwargs
 from deltaserve.cli.serve import engine_kwargs
 from deltaserve.engine import EngineConfig
 
@@ -66,6 +67,8 @@ def test_only_the_engine_options_given_reach_the_engine():
     assert kwargs("--kv-cache-dir", "/tmp/kv", "--kv-cache-max-gb", "0.5") == {
         "kv_cache_dir": "/tmp/kv", "kv_cache_max_gb": 0.5}
     assert kwargs("--allow-download") == {"allow_download": True}
+    assert kwargs("--quant", "int8") == {"quant": "int8"}
+    assert kwargs("--quant", "int4", "--quant-lm-head") == {"quant": "int4", "quant_lm_head": True}
 
 
 def test_fix_and_eval_agent_take_the_disk_tier_options():
@@ -74,3 +77,12 @@ def test_fix_and_eval_agent_take_the_disk_tier_options():
     agent = build_parser().parse_args(["eval", "agent", "--kv-cache-dir", "kv", "--kv-cache-max-gb", "2"])
     assert kv_cache_kwargs(agent) == {"kv_cache_dir": "kv", "kv_cache_max_gb": 2.0}
     assert kv_cache_kwargs(build_parser().parse_args(["fix", ".", "--task", "t"])) == {}
+
+
+def test_the_engine_commands_take_the_quant_options():
+    for argv in (["fix", ".", "--task", "t"], ["eval", "agent"], ["eval", "decode-cost"], ["serve"]):
+        assert quant_kwargs(build_parser().parse_args(argv)) == {}  # EngineConfig's defaults decide
+        given = build_parser().parse_args([*argv, "--quant", "none", "--quant-lm-head"])
+        assert quant_kwargs(given) == {"quant": "none", "quant_lm_head": True}
+    with pytest.raises(SystemExit):
+        build_parser().parse_args(["serve", "--quant", "int3"])

@@ -1,0 +1,27 @@
+"""--quant / --quant-lm-head, shared by the commands that run an engine (serve, fix, eval decode-cost and
+agent)."""
+
+from __future__ import annotations
+
+import argparse
+from typing import get_args
+
+from deltaserve.cli import default
+from deltaserve.engine import EngineConfig
+
+QUANT_CHOICES = get_args(EngineConfig.model_fields["quant"].annotation)
+
+
+def add_quant_options(group) -> None:
+    group.add_argument("--quant", choices=QUANT_CHOICES, default=None,
+                       help="weight-only quantization of the linear layers on CPU: int4 (groups of 32), int8 "
+                            "(per channel) or none; auto = int4 for bfloat16 on CPU, none otherwise; the KV "
+                            f"cache keeps its dtype (default: {default(EngineConfig, 'quant')})")
+    group.add_argument("--quant-lm-head", action="store_true", default=None,
+                       help="store the LM head int4 as well (faster decode, a little less accurate)")
+
+
+def quant_kwargs(args: argparse.Namespace) -> dict:
+    """The quantization options given, so that EngineConfig's defaults decide the rest."""
+    given = {"quant": args.quant, "quant_lm_head": args.quant_lm_head}
+    return {k: v for k, v in given.items() if v is not None}
