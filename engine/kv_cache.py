@@ -45,5 +45,6 @@ class KVCache:
         flat = (num_layers, kv_heads, num_blocks * block_size, head_dim)
         self.k_heads = self.k_blocks.view(flat)
         self.v_heads = self.v_blocks.view(flat)
+        self.k_layers, self.v_layers = list(self.k_heads), list(self.v_heads)  # per-layer views, made once
         self.k = self.k_heads.transpose(1, 2)  # [layers, slots, kv_heads, head_dim] views
         self.v = self.v_heads.transpose(1, 2)

@@ -336,13 +336,14 @@ class LlamaModel:
             qk = qk * cos + torch.roll(qk, half, dims=-1) * sin
             q, k = qk[:, :nh], qk[:, nh:]
             v = qkv[:, qk_width:].view(total, nkv, hd)
-            kv.k_heads[i].index_copy_(1, batch.slots, k.transpose(0, 1))
-            kv.v_heads[i].index_copy_(1, batch.slots, v.transpose(0, 1))
-            attn = self._attention(q, k, v, kv.k_heads[i], kv.v_heads[i], batch, total)
-            x = x + layer.o(attn)
+            k_cache, v_cache = kv.k_layers[i], kv.v_layers[i]
+            k_cache.index_copy_(1, batch.slots, k.transpose(0, 1))
+            v_cache.index_copy_(1, batch.slots, v.transpose(0, 1))
+            attn = self._attention(q, k, v, k_cache, v_cache, batch, total)
+            x.add_(layer.o(attn))  # x is this pass's own tensor: residual adds in place, no allocation
             h = F.rms_norm(x, (self.hidden_size,), layer.post_norm, self.eps)
             gate, up = layer.gu(h).chunk(2, dim=-1)
-            x = x + layer.down(F.silu(gate) * up)
+            x.add_(layer.down(F.silu(gate).mul_(up)))
         x = x.index_select(0, batch.logits_index)
         x = F.rms_norm(x, (self.hidden_size,), self.final_norm, self.eps)
         return self.lm_head(x).float()

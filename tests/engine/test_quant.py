@@ -148,7 +148,7 @@ def dequantized_checkpoint(src, dst, mode: str):
 @pytest.mark.parametrize(("arch", "mode"), [("llama", "int4"), ("qwen2", "int4"), ("llama", "int8")])
 def test_engine_matches_hf_on_the_dequantized_weights(tiny_model_dirs, tmp_path, arch, mode):
     eng = Engine.from_pretrained(str(tiny_model_dirs[arch]), dtype="float32", quant=mode, num_blocks=64,
-                                 speculative=False)
+                                 speculative=False, device="cpu")
     kinds = {lin.mode for lin in eng.model.linears()[:-1]}
     head = DenseLinear if mode == "int4" else QuantizedLinear  # an int4 model keeps a dense LM head
     assert kinds == {mode} and isinstance(eng.model.lm_head, head)
@@ -172,7 +172,7 @@ def test_bf16_decode_kernels_agree_with_the_dense_dequantized_path(tiny_model_di
     from deltaserve.engine.model import Span
 
     eng = Engine.from_pretrained(str(tiny_model_dirs["qwen2"]), dtype="bfloat16", quant=mode, num_blocks=64,
-                                 speculative=False, enable_prefix_caching=False)
+                                 speculative=False, enable_prefix_caching=False, device="cpu")
     m = eng.model
     quantized = [lin for lin in m.linears() if isinstance(lin, QuantizedLinear)]
     assert quantized
@@ -192,7 +192,8 @@ def test_bf16_decode_kernels_agree_with_the_dense_dequantized_path(tiny_model_di
 
 
 def test_default_bf16_cpu_engine_is_int4(tiny_model_dirs):
-    eng = Engine.from_pretrained(str(tiny_model_dirs["llama"]), num_blocks=16, speculative=False)
+    path = str(tiny_model_dirs["llama"])
+    eng = Engine.from_pretrained(path, num_blocks=16, speculative=False, device="cpu")
     assert eng.quant == "int4" and "quant=int4" in repr(eng)
-    fp32 = Engine.from_pretrained(str(tiny_model_dirs["llama"]), dtype="float32", num_blocks=16)
+    fp32 = Engine.from_pretrained(path, dtype="float32", num_blocks=16, device="cpu")
     assert fp32.quant == "none"
