@@ -20,10 +20,12 @@ from deltaserve.harness.config import AgentConfig, default_test_cmd
 from deltaserve.harness.console_view import ConsoleView
 from deltaserve.harness.edit_checks import refusal
 from deltaserve.harness.events import AgentObserver, RunStart, StepDetails
+from deltaserve.harness.fault_hints import fault_hint
 from deltaserve.harness.format_choice import FormatPlan
 from deltaserve.harness.formats import auto, whole
 from deltaserve.harness.prefix_monitor import PrefixBreak, PrefixMonitor, chat_prompt_ids, reply_ids
 from deltaserve.harness.prompt import Prompt
+from deltaserve.harness.stalls import StallPolicy
 from deltaserve.harness.task_prompt import first_prompt
 from deltaserve.harness.tokens import TokenCounter
 from deltaserve.harness.trace import TraceWriter
@@ -34,6 +36,11 @@ from deltaserve.tools.workspace import Workspace
 
 # formats whose replies re-type old code, which a prediction of that code drafts
 PREDICTED_FORMATS = ("whole", "symbol")
+
+
+def edited_paths(edits: list) -> list[str]:
+    """The files a format's edits name (unified-diff edits are text and name theirs inside)."""
+    return list(dict.fromkeys(e.path for e in edits if hasattr(e, "path")))
 
 
 class Agent:
@@ -70,7 +77,9 @@ class Agent:
         self.seen: list[str] = []  # files whose full text the model has seen (prediction source)
         self.replies: list[str] = []  # every reply so far, to catch one repeated verbatim
         self.reason: str | None = None  # why `auto` chose the current step's format
-        self.resampling = False  # set once a reply repeated an earlier one: sample from then on
+        # replies that changed nothing: sample, then hotter and (auto) in another format
+        self.stalls = StallPolicy(self.config.temperature, self.config.resample_temperature)
+        self.last_test_output = ""  # the latest test run's output, for the hints after a no-op edit
         self.prompts: list[list[dict]] = []  # every prompt sent, for inspection and tests
         self._monitor: PrefixMonitor | None = None
         self._monitor_tokenizer: Any = ...  # resolved at the first step; None: no tokenizer, no monitor
@@ -85,14 +94,14 @@ class Agent:
         """One reply, or with `candidates` > 1 that many (Completion.texts), sampled: identical candidates
         would be worthless."""
         c = self.config
-        sampling = {"temperature": c.temperature}
-        if self.resampling:  # greedy decoding would write the repeated reply again
-            sampling = {"temperature": max(c.temperature, c.resample_temperature), "seed": step}
+        temperature = self.stalls.temperature()
+        sampling = {"temperature": temperature, "seed": step} if self.stalls.sampling else \
+            {"temperature": temperature}
         call = dict(model=c.model, messages=messages, max_tokens=c.max_tokens, api_base=c.api_base,
                     prediction=prediction, **self.completion_kwargs)
         if c.candidates == 1:
             return self._complete(**call, **sampling)
-        sampling = {"temperature": max(c.temperature, c.resample_temperature), "seed": step * c.candidates}
+        sampling = {"temperature": max(temperature, c.resample_temperature), "seed": step * c.candidates}
         return client.complete_candidates(c.candidates, **call, **sampling, call=self._complete)
 
     def pick(self, reply) -> tuple[client.Completion, list[CandidateOutcome]]:
@@ -110,8 +119,15 @@ class Agent:
         return replace(reply, text=reply.texts[index]), outcomes
 
     def run_tests(self):
-        return run_tests(self.workspace, self.test_cmd, timeout=self.config.test_timeout,
-                         sandbox=self.sandbox)
+        result = run_tests(self.workspace, self.test_cmd, timeout=self.config.test_timeout,
+                           sandbox=self.sandbox)
+        self.last_test_output = result.output
+        return result
+
+    def no_op_feedback(self, told: str, files: list[str]) -> str:
+        """What the model is told after a no-op edit: why it was refused, then where else to look."""
+        return "\n".join(filter(None, [told, fault_hint(self.workspace, files, self.last_test_output,
+                                                         self.task)]))
 
     def prediction(self) -> str | None:
         """Predicted Outputs for local models in the formats that re-type code (`whole`, `symbol`): the files
@@ -173,7 +189,7 @@ class Agent:
         if self.plan is None:
             self.plan = FormatPlan(self.count, local_provider.is_local(self.model) or self._scripted)
         files = {p: self.workspace.read_text(p) for p in self.seen if self.workspace.exists(p)}
-        name, self.reason = self.plan.choose(files)
+        name, self.reason = self.plan.choose(files, avoid=self.stalls.avoid())
         self.format = auto.MEMBERS[name]
         return auto.format_note(name)
 
@@ -221,6 +237,7 @@ class Agent:
             prompt.add_reply(reply.text)
             self.watch_reply(reply.text)
             step_report, details = self.act(step, reply)
+            self.stalls.record(step_report.outcome, step_report.edit_format)
             if tried:
                 step_report = step_report.model_copy(update={"candidates": tried})
             if self.plan is not None:
@@ -250,10 +267,7 @@ class Agent:
             told = feedback.repeated_reply(repeated)
             return make(action="none", outcome="repeated reply"), StepDetails(told)
         try:
-            edits, fmt = self.format.parse(reply.text), self.format
-            if not edits and self.plan is not None:  # another format than the one asked for
-                edits = self.prompt_format.parse(reply.text)
-                fmt = auto.member_for(edits) if edits else fmt
+            edits, fmt = self.parse_reply(reply.text)
         except ValueError as exc:  # a malformed block: tell the model what is wrong with it
             applied = ApplyOutcome(ok=False, error=str(exc), dry_run=dry_run)
             return (make(action="edit", outcome="parse failed", apply=applied),
@@ -266,12 +280,16 @@ class Agent:
             refused = refusal(preview, self.workspace, self.config.allow_test_edits)
             if refused is not None:
                 outcome, told = refused
+                if outcome == "no-op edit":
+                    told = self.no_op_feedback(told, list(preview.new_contents) or edited_paths(edits))
                 applied = ApplyOutcome(ok=False, error=told, dry_run=dry_run)
                 return make(action="edit", outcome=outcome, apply=applied), StepDetails(told)
             self.snapshot.remember(preview.files_changed)
             result = preview if dry_run else fmt.apply(edits, self.workspace)
         except NoChangesError as exc:  # the tools found nothing to change: the same outcome as refusal()'s
-            told = f"{feedback.no_op_edits(exc.paths or ['the files'])}\n{exc.message}"
+            paths = list(exc.paths or edited_paths(edits))
+            said = f"{feedback.no_op_edits(paths or ['the files'])}\n{exc.message}"
+            told = self.no_op_feedback(said, paths)
             applied = ApplyOutcome(ok=False, error=exc.message, dry_run=dry_run)
             return make(action="edit", outcome="no-op edit", apply=applied), StepDetails(told)
         except ToolError as exc:
@@ -280,13 +298,24 @@ class Agent:
                     StepDetails(feedback.unapplied_edits(exc.message)))
         return self._applied(result, make)
 
+    def parse_reply(self, text: str) -> tuple[list, formats.EditFormat]:
+        """(edits, the format that read them). A fixed format reads its own syntax. Under `auto` the
+        syntaxes with markers (SEARCH/REPLACE, unified diff) come first whatever the step asked for, since
+        in a code block after a path they would pass for a whole file; then the step's format; then any."""
+        if self.plan is None:
+            return self.format.parse(text), self.format
+        for fmt in (auto.MEMBERS["search_replace"], auto.MEMBERS["udiff"], self.format):
+            edits = fmt.parse(text)
+            if edits:
+                return edits, fmt
+        edits = self.prompt_format.parse(text)
+        return edits, auto.member_for(edits) if edits else self.format
+
     def _repeated(self, text: str) -> int | None:
-        """The earlier step whose reply this one repeats verbatim (then sample from now on), else None."""
+        """The earlier step whose reply this one repeats verbatim, else None."""
         key = text.strip()
         earlier = self.replies.index(key) + 1 if key in self.replies else None
         self.replies.append(key)
-        if earlier is not None:
-            self.resampling = True
         return earlier
 
     def _applied(self, result, make) -> tuple[StepReport, StepDetails]:

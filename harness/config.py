@@ -60,8 +60,9 @@ class AgentConfig(BaseModel):
     allow_test_edits: bool = False
     """Let the model edit test files (otherwise such edits are refused before anything is written)."""
     resample_temperature: float = Field(default=0.7, gt=0.0)
-    """Temperature of the calls after a reply repeated an earlier one, and of every call with several
-    candidates (each with a new seed)."""
+    """Temperature of the calls after a step that changed nothing (a reply repeating an earlier one, a no-op
+    edit), each with a new seed, rising with every further such step in a row (harness/stalls.py); also of
+    every call with several candidates."""
     history_room: int = Field(default=1024, ge=0)
     """Tokens kept free beyond one reply in a local model's window for the feedback of later steps: the
     first prompt's context caps shrink until prompt + max_tokens + history_room fit."""

@@ -35,7 +35,7 @@ class ContextFile:
     truncated: bool = False
 
 
-def _relative(workspace, name: str) -> str | None:
+def workspace_path(workspace, name: str) -> str | None:
     """A workspace-relative path for a name from a traceback or task, if it is a file inside the workspace."""
     path = Path(name)
     if path.is_absolute():
@@ -50,12 +50,12 @@ def _relative(workspace, name: str) -> str | None:
 
 
 def paths_in_traceback(workspace, text: str) -> list[str]:
-    found = [_relative(workspace, m.group(1) or m.group(2)) for m in _TRACE_PATH.finditer(text)]
+    found = [workspace_path(workspace, m.group(1) or m.group(2)) for m in _TRACE_PATH.finditer(text)]
     return list(dict.fromkeys(p for p in found if p))
 
 
 def paths_in_task(workspace, text: str) -> list[str]:
-    found = [_relative(workspace, m.group(0)) for m in _TASK_PATH.finditer(text)]
+    found = [workspace_path(workspace, m.group(0)) for m in _TASK_PATH.finditer(text)]
     return list(dict.fromkeys(p for p in found if p))
 
 

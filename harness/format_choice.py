@@ -78,18 +78,23 @@ def attempt_cost(fmt: str, stats: FileStats, copy_cost: float) -> float:
     return OVERHEAD_TOKENS[fmt] + EDIT_TOKENS + copy_cost * max(0.0, copied - EDIT_TOKENS)
 
 
-def choose_format(files: list[FileStats], history: list[tuple[str, bool]], local: bool) -> tuple[str, str]:
+def choose_format(files: list[FileStats], history: list[tuple[str, bool]], local: bool,
+                  avoid: list[str] = ()) -> tuple[str, str]:
     """(format, reason): the cheapest expected format for the files in play (the largest decides: an edit
-    can land anywhere in it), with the costs compared."""
+    can land anywhere in it), with the costs compared; none of `avoid` (formats whose replies have been
+    changing nothing) while another is left."""
     copy_cost = LOCAL_COPY_COST if local else 1.0
     stats = max(files, key=lambda f: f.tokens) if files else FileStats(0, 10.0, None)
     # `symbol` edits other languages with SEARCH/REPLACE: offered only for Python files
     choices = [f for f in CHOICES if f != "symbol" or stats.definition_tokens is not None]
+    choices = [f for f in choices if f not in avoid] or choices
     expected = {f: attempt_cost(f, stats, copy_cost) / success_rate(f, history) for f in choices}
     best = min(expected, key=expected.get)
     costs = ", ".join(f"{f} {expected[f]:.0f}" for f in sorted(expected, key=expected.get))
     reason = (f"expected decode passes {costs} (file {stats.tokens} tokens, "
               f"p(apply) {best} {success_rate(best, history):.2f})")
+    if avoid:
+        reason += f"; not {', '.join(avoid)}: its replies changed nothing"
     return best, reason
 
 
@@ -112,12 +117,13 @@ class FormatPlan:
         if outcome in _APPLIED:
             self.history.append((fmt, _APPLIED[outcome]))
 
-    def choose(self, files: dict[str, str]) -> tuple[str, str]:
-        """(format, reason) for the next reply, given the files in play (path -> text)."""
+    def choose(self, files: dict[str, str], avoid: list[str] = ()) -> tuple[str, str]:
+        """(format, reason) for the next reply, given the files in play (path -> text), none of `avoid`
+        while another is left."""
         stats = []
         for path, text in files.items():
             key = (path, hash(text))
             if key not in self._stats:
                 self._stats[key] = file_stats(path, text, self.count)
             stats.append(self._stats[key])
-        return choose_format(stats, self.history, self.local)
+        return choose_format(stats, self.history, self.local, avoid)

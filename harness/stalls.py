@@ -1,0 +1,54 @@
+"""Steps that change nothing, and what the agent does when they pile up.
+
+A stalled step is a reply the agent could not use to make progress although it was well formed: a reply
+identical to an earlier one, or edits that leave every file as it was (a function re-typed unchanged). A
+small model asked the same question at temperature 0 answers the same way, and even sampled it tends to
+fall back on the same reading of the code, so the response escalates with the run of stalls in a row:
+
+1. the first stall: sample from then on (resample_temperature, a new seed per step) instead of greedy;
+2. every further stall in a row: a hotter temperature (up by ESCALATION_STEP each time, at most
+   MAX_TEMPERATURE) and, under `--format auto`, none of the formats that stalled in that run of stalls.
+
+A step that changes something (tests run, pass or fail) ends the run of stalls; the sampling stays on.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+STALL_OUTCOMES = ("repeated reply", "no-op edit")
+ESCALATION_STEP = 0.3
+MAX_TEMPERATURE = 1.3
+
+
+@dataclass
+class StallPolicy:
+    base_temperature: float
+    resample_temperature: float
+    in_a_row: int = 0  # stalls since the last step that changed something
+    sampling: bool = False  # set by the first stall: greedy decoding would write the same reply again
+    stalled_formats: list[str] = field(default_factory=list)  # the formats of the current run of stalls
+
+    def record(self, outcome: str, edit_format: str) -> None:
+        if outcome in STALL_OUTCOMES:
+            self.in_a_row += 1
+            self.sampling = True
+            if edit_format not in self.stalled_formats:
+                self.stalled_formats.append(edit_format)
+        elif outcome in ("tests pass", "tests fail"):
+            self.in_a_row, self.stalled_formats = 0, []
+
+    @property
+    def escalated(self) -> bool:
+        return self.in_a_row >= 2
+
+    def temperature(self) -> float:
+        """The next call's temperature: the configured one until a stall, then hotter with every stall."""
+        if not self.sampling:
+            return self.base_temperature
+        hotter = self.resample_temperature + ESCALATION_STEP * max(0, self.in_a_row - 1)
+        return max(self.base_temperature, min(hotter, MAX_TEMPERATURE))
+
+    def avoid(self) -> list[str]:
+        """Formats `auto` should not choose next: those of the current run, once it is two stalls long."""
+        return list(self.stalled_formats) if self.escalated else []
