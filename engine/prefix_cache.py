@@ -15,9 +15,10 @@ into a pool block and indexed as if it had been computed.
 from __future__ import annotations
 
 import hashlib
-from collections import OrderedDict, deque
+from collections import OrderedDict
 
 from deltaserve.engine.errors import EngineError
+from deltaserve.engine.free_blocks import FreeBlocks
 from deltaserve.engine.kv_disk import BlockRef, DiskTier
 from deltaserve.engine.sequence import Sequence
 
@@ -40,7 +41,7 @@ class BlockManager:
         self.tokens_of: list[tuple[int, ...] | None] = [None] * num_blocks
         self.parent_of: list[bytes | None] = [None] * num_blocks
         self.index: dict[bytes, int] = {}
-        self.free: deque[int] = deque(range(num_blocks))
+        self.free = FreeBlocks(num_blocks)
         self.lru: OrderedDict[int, None] = OrderedDict()  # refcount-0 blocks still in the index, oldest first
         self.disk = disk if enable_caching else None
         # counters (tokens for queries/hits, blocks for evictions)
@@ -67,11 +68,12 @@ class BlockManager:
         if need > self.num_available:
             raise EngineError("KV block pool exhausted (the scheduler should have preempted)")
         for _ in range(need):
-            seq.block_table.append(self._take_block())
+            seq.block_table.append(self._take_block(seq.block_table[-1] if seq.block_table else None))
 
-    def _take_block(self) -> int:
+    def _take_block(self, after: int | None = None) -> int:
+        """A block for new KV: a free one (the one after `after` if it is free), else the oldest cached."""
         if self.free:
-            block = self.free.popleft()
+            block = self.free.take(after)
         else:
             block, _ = self.lru.popitem(last=False)
             del self.index[self.hash_of[block]]
@@ -128,7 +130,10 @@ class BlockManager:
             parent = ref.key
         if not found:
             return
-        blocks = [self._take_block() for _ in found]
+        blocks: list[int] = []
+        for _ in found:  # following the matched prefix's last block where the pool allows
+            last = blocks[-1] if blocks else (seq.block_table[-1] if seq.block_table else None)
+            blocks.append(self._take_block(last))
         self.disk.write_into_pool(blocks, [kv for _, kv in found])
         for block, (ref, _) in zip(blocks, found, strict=True):
             self._register(block, ref.key, ref.tokens, ref.parent)
@@ -190,7 +195,7 @@ class BlockManager:
             if self.hash_of[block] is not None:
                 self.lru[block] = None
             else:
-                self.free.append(block)
+                self.free.add(block)
 
     # ---- stats ----
 

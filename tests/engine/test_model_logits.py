@@ -123,3 +123,19 @@ def test_bfloat16_forward_close_to_hf_bfloat16(tiny_model_dirs):
     # one fresh pass takes the same kernels as HF: (near) identical
     one_pass = run(ours, kv, [Span(ids, 0, [6, 7, 8], [39])])[0]
     torch.testing.assert_close(one_pass, ref, atol=0.02, rtol=0.01)
+
+
+@pytest.mark.parametrize("arch", ["llama", "qwen2"])
+@pytest.mark.parametrize("blocks", [[4, 5, 6, 7], [9, 2, 6, 0]], ids=["consecutive", "scattered"])
+def test_one_token_decode_reads_consecutive_blocks_as_a_view_and_scattered_ones_gathered(
+        tiny_model_dirs, arch, blocks):
+    """Batch-1 decode after a 40-token prompt: both ways of reading the context match HF."""
+    ours, hf, kv = build(tiny_model_dirs[arch])
+    ids = torch.randint(0, 49152, (41,), generator=torch.Generator().manual_seed(3)).tolist()
+    ref = reference(hf, ids)
+    run(ours, kv, [Span(ids[:40], 0, blocks, [39])])
+    batch = ours.prepare([Span(ids[40:], 40, blocks, [0])], BS)
+    assert (batch.groups[0].kv_start is not None) == (blocks == [4, 5, 6, 7])
+    with torch.inference_mode():
+        got = ours.forward(batch, kv)
+    torch.testing.assert_close(got[0], ref[40], atol=ATOL, rtol=1e-4)
