@@ -1,5 +1,7 @@
-"""Edits refused before anything is written, whatever the format: edits to test files (unless allowed) and
-edits that leave every file as it was (a REPLACE identical to its SEARCH, the same file re-typed)."""
+"""Edits refused before anything is written, whatever the format: edits to test files (unless allowed),
+edits that copy the instructions' example back (a new file under the placeholder `path/to/`, or a new file
+with nothing in it), and edits that leave every file as it was (a REPLACE identical to its SEARCH, the same
+file re-typed)."""
 
 from __future__ import annotations
 
@@ -8,12 +10,20 @@ from deltaserve.tools.patch import PatchResult
 from deltaserve.tools.tests import is_test_path
 from deltaserve.tools.workspace import Workspace
 
+PLACEHOLDER_DIR = "path/to/"  # the folder of every format's example path (harness/formats/)
+
 
 def refusal(preview: PatchResult, workspace: Workspace, allow_test_edits: bool) -> tuple[str, str] | None:
     """(outcome, feedback for the model) when the previewed edits must not be applied, else None."""
     tests = [p for p in preview.files_changed if is_test_path(p)]
     if tests and not allow_test_edits:
         return "test edit refused", feedback.test_edits_refused(tests)
+
+    created = [p for p in preview.new_contents if not workspace.exists(p)]
+    copied = [p for p in created
+              if p.startswith(PLACEHOLDER_DIR) or not (preview.new_contents[p] or "").strip()]
+    if copied:
+        return "example copied", feedback.example_copied(copied)
 
     def same(path: str, text: str | None) -> bool:
         return text is not None and workspace.exists(path) and workspace.read_text(path) == text

@@ -54,3 +54,9 @@ def test_edits_refused(files: list[str]) -> str:
 def repeated_reply(step: int) -> str:
     return (f"This reply is identical to your reply at step {step}, which did not fix the failure; it was "
             "not applied again. Look at the test output once more and try a different change.")
+
+
+def example_copied(files: list[str]) -> str:
+    return (f"Your edits create {', '.join(files)}: the example path of the instructions or an empty file, "
+            "not a file of this repository; nothing was changed. Write the real path of the file you fix "
+            "(as it is shown above) and its new code.")

@@ -1,7 +1,8 @@
 """Steps that change nothing, and what the agent does when they pile up.
 
 A stalled step is a reply the agent could not use to make progress although it was well formed: a reply
-identical to an earlier one, or edits that leave every file as it was (a function re-typed unchanged). A
+identical to an earlier one, edits that leave every file as it was (a function re-typed unchanged), or
+the instructions' example copied back. A
 small model asked the same question at temperature 0 answers the same way, and even sampled it tends to
 fall back on the same reading of the code, so the response escalates with the run of stalls in a row:
 
@@ -16,7 +17,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-STALL_OUTCOMES = ("repeated reply", "no-op edit")
+STALL_OUTCOMES = ("repeated reply", "no-op edit", "example copied")
 ESCALATION_STEP = 0.3
 MAX_TEMPERATURE = 1.3
 

@@ -86,3 +86,17 @@ def test_a_repeated_reply_is_not_applied_again_and_the_next_call_samples(project
     assert "identical to your reply at step 1" in agent.prompts[2][-1]["content"]
     assert calls[0]["temperature"] == 0.0 and calls[1]["temperature"] == 0.0
     assert calls[2]["temperature"] > 0 and calls[2]["seed"] == 3
+
+
+@pytest.mark.parametrize("copied", [
+    "path/to/file.py\n```\n```\n",  # the whole format's example, its placeholder line left out
+    "path/to/file.py\n```\ndef add(a, b):\n    return a + b\n```\n",
+    "helpers.py\n```\n\n```\n",  # a new, empty file
+])
+def test_the_instructions_example_copied_back_writes_nothing_and_says_why(project, quick_test_cmd, copied):
+    agent, report, _ = run(project, quick_test_cmd, [copied, reply("whole_path_as_comment.txt")],
+                           edit_format="whole", max_steps=2)
+    assert report.steps[0].outcome == "example copied" and not report.steps[0].apply.ok
+    assert "example path of the instructions" in agent.prompts[1][-1]["content"]
+    assert sorted(p.name for p in project.iterdir()) == ["calc.py", "test_calc.py"]
+    assert report.steps[1].outcome == "tests pass"
