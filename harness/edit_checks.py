@@ -1,7 +1,7 @@
 """Edits refused before anything is written, whatever the format: edits to test files (unless allowed),
-edits that copy the instructions' example back (a new file under the placeholder `path/to/`, or a new file
-with nothing in it), and edits that leave every file as it was (a REPLACE identical to its SEARCH, the same
-file re-typed)."""
+edits that copy the instructions' example back (a new file under the placeholder `path/to/`), edits that
+leave a file blank (an empty code fence; deleting a file is another edit), and edits that leave every file
+as it was (a REPLACE identical to its SEARCH, the same file re-typed)."""
 
 from __future__ import annotations
 
@@ -19,11 +19,14 @@ def refusal(preview: PatchResult, workspace: Workspace, allow_test_edits: bool) 
     if tests and not allow_test_edits:
         return "test edit refused", feedback.test_edits_refused(tests)
 
-    created = [p for p in preview.new_contents if not workspace.exists(p)]
-    copied = [p for p in created
-              if p.startswith(PLACEHOLDER_DIR) or not (preview.new_contents[p] or "").strip()]
+    copied = [p for p in preview.new_contents if p.startswith(PLACEHOLDER_DIR) and not workspace.exists(p)]
     if copied:
         return "example copied", feedback.example_copied(copied)
+    # blank new text (not a deletion, which is None): a fence left empty, the code written outside it
+    blank = [p for p, text in preview.new_contents.items() if text is not None and not text.strip()
+             and not (workspace.exists(p) and not workspace.read_text(p).strip())]
+    if blank:
+        return "empty file", feedback.empty_files(blank)
 
     def same(path: str, text: str | None) -> bool:
         return text is not None and workspace.exists(path) and workspace.read_text(path) == text

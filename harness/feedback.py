@@ -57,6 +57,12 @@ def repeated_reply(step: int) -> str:
 
 
 def example_copied(files: list[str]) -> str:
-    return (f"Your edits create {', '.join(files)}: the example path of the instructions or an empty file, "
-            "not a file of this repository; nothing was changed. Write the real path of the file you fix "
-            "(as it is shown above) and its new code.")
+    return (f"Your edits create {', '.join(files)}: the example path of the instructions, not a file of "
+            "this repository; nothing was changed. Write the real path of the file you fix (as it is shown "
+            "above) and its new code.")
+
+
+def empty_files(files: list[str]) -> str:
+    return (f"Your edits leave {', '.join(files)} empty (its code fence holds nothing; was the code written "
+            "outside the fence?); nothing was changed. Write the path alone on one line, then a line with "
+            "```python, the code, and a line with ``` after it.")

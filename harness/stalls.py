@@ -17,7 +17,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-STALL_OUTCOMES = ("repeated reply", "no-op edit", "example copied")
+STALL_OUTCOMES = ("repeated reply", "no-op edit", "example copied", "empty file")
 ESCALATION_STEP = 0.3
 MAX_TEMPERATURE = 1.3
 

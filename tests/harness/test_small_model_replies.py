@@ -88,15 +88,19 @@ def test_a_repeated_reply_is_not_applied_again_and_the_next_call_samples(project
     assert calls[2]["temperature"] > 0 and calls[2]["seed"] == 3
 
 
-@pytest.mark.parametrize("copied", [
-    "path/to/file.py\n```\n```\n",  # the whole format's example, its placeholder line left out
-    "path/to/file.py\n```\ndef add(a, b):\n    return a + b\n```\n",
-    "helpers.py\n```\n\n```\n",  # a new, empty file
+@pytest.mark.parametrize(("written", "outcome", "said"), [
+    # the whole format's example, its placeholder line left out
+    ("path/to/file.py\n```\n```\n", "example copied", "example path of the instructions"),
+    ("path/to/file.py\n```\ndef add(a, b):\n    return a + b\n```\n", "example copied", "example path"),
+    ("helpers.py\n```\n\n```\n", "empty file", "helpers.py empty"),  # a new, empty file
+    # the code written after an empty fence (a 1.5B model's reply): calc.py would be left empty
+    ("calc.py\n```\n```\npython\ndef add(a, b):\n    return a + b\n", "empty file", "calc.py empty"),
 ])
-def test_the_instructions_example_copied_back_writes_nothing_and_says_why(project, quick_test_cmd, copied):
-    agent, report, _ = run(project, quick_test_cmd, [copied, reply("whole_path_as_comment.txt")],
+def test_example_copied_or_a_blank_file_writes_nothing_and_says_why(project, quick_test_cmd, written, outcome,
+                                                                    said):
+    agent, report, _ = run(project, quick_test_cmd, [written, reply("whole_path_as_comment.txt")],
                            edit_format="whole", max_steps=2)
-    assert report.steps[0].outcome == "example copied" and not report.steps[0].apply.ok
-    assert "example path of the instructions" in agent.prompts[1][-1]["content"]
+    assert report.steps[0].outcome == outcome and not report.steps[0].apply.ok
+    assert said in agent.prompts[1][-1]["content"]
     assert sorted(p.name for p in project.iterdir()) == ["calc.py", "test_calc.py"]
     assert report.steps[1].outcome == "tests pass"
