@@ -3,6 +3,10 @@ agent's transcript send the very same text, so a replayed prompt is the prompt t
 
 from __future__ import annotations
 
+import os
+import re
+import shlex
+
 OUTPUT_TAIL_CHARS = 3000
 
 
@@ -12,12 +16,26 @@ def tail(text: str, limit: int = OUTPUT_TAIL_CHARS) -> str:
     return text if len(text) <= limit else "...\n" + text[-limit:]
 
 
+def shown_command(cmd: str) -> str:
+    """The test command as the model sees it: an interpreter given by absolute path is shown by its name
+    (`/home/me/.venv/bin/python3 -m pytest` -> `python3 -m pytest`), so that a prompt does not depend on
+    where the checkout lives: the same task gives the same prompt (and prefix) in every checkout."""
+    try:
+        parts = shlex.split(cmd)
+    except ValueError:
+        return cmd
+    if parts and os.path.isabs(parts[0]) and re.fullmatch(r"python[\d.]*", os.path.basename(parts[0])):
+        return shlex.join([os.path.basename(parts[0]), *parts[1:]])
+    return cmd
+
+
 def describe_tests(result, cmd: str, tail_chars: int = OUTPUT_TAIL_CHARS) -> str:
     """A tools.tests.TestResult: verdict, counts and the output's last `tail_chars`."""
     verdict = ("PASS" if result.ok else "TIMED OUT" if result.timed_out
                else "STOPPED (too much output)" if result.output_limit_exceeded else "FAIL")
     counts = f"{result.passed} passed, {result.failed} failed, {result.errors} errors"
-    return f"Tests (`{cmd}`): {verdict} ({counts})\n```\n{tail(result.output, tail_chars)}\n```"
+    shown = shown_command(cmd)
+    return f"Tests (`{shown}`): {verdict} ({counts})\n```\n{tail(result.output, tail_chars)}\n```"
 
 
 def unreadable_edits(error: object) -> str:

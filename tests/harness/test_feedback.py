@@ -25,3 +25,10 @@ def test_test_output_keeps_its_tail():
     text = feedback.describe_tests(result, "pytest -q")
     assert text.startswith("Tests (`pytest -q`): FAIL (0 passed, 1 failed, 0 errors)\n```\n...\n")
     assert text.endswith("1 failed\n```") and "start" not in text
+
+
+def test_the_test_command_is_shown_without_where_the_interpreter_lives():
+    assert feedback.shown_command("/home/me/proj/.venv/bin/python3 -m pytest -q") == "python3 -m pytest -q"
+    assert feedback.shown_command("/usr/bin/python3.11 -c 'import a'") == "python3.11 -c 'import a'"
+    for unchanged in ("pytest -q", "/usr/local/bin/npm test", "python -m pytest 'unclosed"):
+        assert feedback.shown_command(unchanged) == unchanged
