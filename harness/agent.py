@@ -23,6 +23,7 @@ from deltaserve.harness.events import AgentObserver, RunStart, StepDetails
 from deltaserve.harness.fault_hints import fault_hint
 from deltaserve.harness.format_choice import FormatPlan
 from deltaserve.harness.formats import auto, whole
+from deltaserve.harness.formats.reminders import reminder
 from deltaserve.harness.prefix_monitor import PrefixBreak, PrefixMonitor, chat_prompt_ids, reply_ids
 from deltaserve.harness.prompt import Prompt
 from deltaserve.harness.stalls import StallPolicy
@@ -31,7 +32,7 @@ from deltaserve.harness.tokens import TokenCounter
 from deltaserve.harness.trace import TraceWriter
 from deltaserve.harness.workspace_guard import Snapshot, check_clean
 from deltaserve.tools.sandbox import choose as choose_sandbox
-from deltaserve.tools.tests import run_tests
+from deltaserve.tools.tests import is_test_path, run_tests
 from deltaserve.tools.workspace import Workspace
 
 # formats whose replies re-type old code, which a prediction of that code drafts
@@ -183,15 +184,17 @@ class Agent:
         return self._monitor_tokenizer
 
     def next_format(self) -> str:
-        """`auto`: choose the next reply's format from the files in play; the line naming it ("" else)."""
+        """The line that ends the next prompt: the next reply's shape with the file to edit (reminders.py);
+        under `auto` first choose that reply's format from the files in play."""
+        files = {p: self.workspace.read_text(p) for p in self.seen if self.workspace.exists(p)}
+        target = next((p for p in files if not is_test_path(p)), None)  # the code under test comes first
         if self.prompt_format.name != "auto":
-            return ""
+            return reminder(self.format.name, target)
         if self.plan is None:
             self.plan = FormatPlan(self.count, local_provider.is_local(self.model) or self._scripted)
-        files = {p: self.workspace.read_text(p) for p in self.seen if self.workspace.exists(p)}
         name, self.reason = self.plan.choose(files, avoid=self.stalls.avoid())
         self.format = auto.MEMBERS[name]
-        return auto.format_note(name)
+        return reminder(name, target, named=True) or auto.format_note(name)
 
     def _notify(self, event: str, *args) -> None:
         for observer in self.observers:

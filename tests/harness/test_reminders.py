@@ -1,0 +1,22 @@
+"""Every prompt ends with the reply's shape for the file in play, in the step's format."""
+
+from __future__ import annotations
+
+import pytest
+
+from deltaserve.harness.formats.reminders import SHAPES, reminder
+
+from .test_small_model_replies import run
+
+
+@pytest.mark.parametrize("fmt", sorted(SHAPES))
+def test_the_first_prompt_ends_with_the_reply_shape_for_the_code_under_test(project, quick_test_cmd, fmt):
+    agent, _, _ = run(project, quick_test_cmd, ["no edits here"], edit_format=fmt, max_steps=1)
+    last = agent.prompts[0][-1]["content"].rstrip()
+    assert last.endswith(reminder(fmt, "calc.py")) and "calc.py" in last.splitlines()[-1]
+
+
+def test_auto_names_the_format_and_symbol_falls_back_for_other_languages():
+    assert reminder("whole", "a.py", named=True).startswith("Write this reply's edits in the `whole` format")
+    assert "SEARCH" in reminder("symbol", "main.go") and reminder("symbol", None) == ""
+    assert reminder("my-own-format", "a.py") == ""
