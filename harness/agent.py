@@ -192,7 +192,10 @@ class Agent:
             return reminder(self.format.name, target)
         if self.plan is None:
             self.plan = FormatPlan(self.count, local_provider.is_local(self.model) or self._scripted)
-        name, self.reason = self.plan.choose(files, avoid=self.stalls.avoid())
+        avoid = self.stalls.avoid()
+        name, self.reason = self.plan.choose(files, avoid=avoid)
+        if avoid and name not in avoid:  # a new format is a new question: greedy again
+            self.stalls.switched_format()
         self.format = auto.MEMBERS[name]
         return reminder(name, target, named=True) or auto.format_note(name)
 

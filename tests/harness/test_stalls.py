@@ -29,9 +29,15 @@ def test_the_policy_samples_after_one_stall_and_heats_up_after_more():
     assert policy.temperature() == MAX_TEMPERATURE
     policy.record("tests fail", "udiff")  # a step that changed something ends the run of stalls
     assert policy.avoid() == [] and policy.temperature() == 0.7  # still sampling
+    policy.record("no-op edit", "symbol")
+    policy.record("no-op edit", "symbol")
+    policy.switched_format()  # auto moved to a format that has not stalled: greedy, still avoiding symbol
+    assert policy.temperature() == 0.0 and policy.avoid() == ["symbol"]
+    policy.record("no-op edit", "whole")
+    assert policy.temperature() == 0.7 and policy.avoid() == ["symbol", "whole"]
 
 
-def test_two_no_op_replies_in_a_row_change_the_format_and_the_temperature(project, quick_test_cmd):
+def test_two_no_op_replies_in_a_row_change_the_format_and_go_back_to_greedy(project, quick_test_cmd):
     no_op = (project / "calc.py").read_text()
     retyped = f"calc.py\n```python\n{no_op}```\n"
     retyped_again = f"calc.py\n```\n{no_op}```\n"  # the same no-op written another way: not a repeat
@@ -41,8 +47,8 @@ def test_two_no_op_replies_in_a_row_change_the_format_and_the_temperature(projec
     first, second, third = report.steps
     assert third.edit_format not in (first.edit_format, second.edit_format)
     assert "changed nothing" in third.format_reason
-    assert calls[0]["temperature"] == 0.0 < calls[1]["temperature"] < calls[2]["temperature"]
-    assert "seed" in calls[1] and calls[1]["seed"] != calls[2]["seed"]
+    assert calls[0]["temperature"] == 0.0 < calls[1]["temperature"] and "seed" in calls[1]
+    assert calls[2]["temperature"] == 0.0  # the new format's first reply is greedy
 
 
 def test_progress_after_a_stall_keeps_sampling_without_escalating(project, quick_test_cmd):
