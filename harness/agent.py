@@ -186,12 +186,13 @@ class Agent:
     def next_format(self) -> str:
         """The line that ends the next prompt: the next reply's shape with the file to edit (reminders.py);
         under `auto` first choose that reply's format from the files in play."""
-        files = {p: self.workspace.read_text(p) for p in self.seen if self.workspace.exists(p)}
-        target = next((p for p in files if not is_test_path(p)), None)  # the code under test comes first
+        in_play = [p for p in self.seen if self.workspace.exists(p)]
+        target = next((p for p in in_play if not is_test_path(p)), None)  # the code under test comes first
         if self.prompt_format.name != "auto":
             return reminder(self.format.name, target)
         if self.plan is None:
             self.plan = FormatPlan(self.count, local_provider.is_local(self.model) or self._scripted)
+        files = {p: self.workspace.read_text(p) for p in in_play}
         avoid = self.stalls.avoid()
         name, self.reason = self.plan.choose(files, avoid=avoid)
         if avoid and name not in avoid:  # a new format is a new question: greedy again

@@ -19,18 +19,15 @@ def refusal(preview: PatchResult, workspace: Workspace, allow_test_edits: bool) 
     if tests and not allow_test_edits:
         return "test edit refused", feedback.test_edits_refused(tests)
 
-    copied = [p for p in preview.new_contents if p.startswith(PLACEHOLDER_DIR) and not workspace.exists(p)]
+    old = {p: workspace.read_text(p) if workspace.exists(p) else None for p in preview.new_contents}
+    copied = [p for p in preview.new_contents if p.startswith(PLACEHOLDER_DIR) and old[p] is None]
     if copied:
         return "example copied", feedback.example_copied(copied)
-    # blank new text (not a deletion, which is None): a fence left empty, the code written outside it
-    blank = [p for p, text in preview.new_contents.items() if text is not None and not text.strip()
-             and not (workspace.exists(p) and not workspace.read_text(p).strip())]
+    # blank new text (not a deletion, which is None) where the file was not blank: a fence left empty
+    blank = [p for p, text in preview.new_contents.items()
+             if text is not None and not text.strip() and (old[p] is None or old[p].strip())]
     if blank:
         return "empty file", feedback.empty_files(blank)
-
-    def same(path: str, text: str | None) -> bool:
-        return text is not None and workspace.exists(path) and workspace.read_text(path) == text
-
-    if all(same(p, text) for p, text in preview.new_contents.items()):
+    if all(text is not None and text == old[p] for p, text in preview.new_contents.items()):
         return "no-op edit", feedback.no_op_edits(list(preview.new_contents) or ["the files"])
     return None
