@@ -78,6 +78,7 @@ class Agent:
         self.seen: list[str] = []  # files whose full text the model has seen (prediction source)
         self.replies: list[str] = []  # every reply so far, to catch one repeated verbatim
         self.reason: str | None = None  # why `auto` chose the current step's format
+        self.described: list[str] = []  # `auto`: the formats the prompt has described so far
         # replies that changed nothing: sample, then hotter and (auto) in another format
         self.stalls = StallPolicy(self.config.temperature, self.config.resample_temperature)
         self.last_test_output = ""  # the latest test run's output, for the hints after a no-op edit
@@ -183,22 +184,31 @@ class Agent:
                 self._monitor = PrefixMonitor.for_tokenizer(self._monitor_tokenizer)
         return self._monitor_tokenizer
 
-    def next_format(self) -> str:
+    def next_format(self, prompt: Prompt | None = None) -> str:
         """The line that ends the next prompt: the next reply's shape with the file to edit (reminders.py);
-        under `auto` first choose that reply's format from the files in play."""
+        under `auto` first choose that reply's format from the files in play, and describe it where the
+        prompt has not: in the system message of a `prompt` not sent yet, else before the line."""
         in_play = [p for p in self.seen if self.workspace.exists(p)]
         target = next((p for p in in_play if not is_test_path(p)), None)  # the code under test comes first
         if self.prompt_format.name != "auto":
             return reminder(self.format.name, target)
         if self.plan is None:
-            self.plan = FormatPlan(self.count, local_provider.is_local(self.model) or self._scripted)
+            self.plan = FormatPlan(self.count, local_provider.is_local(self.model) or self._scripted,
+                                   self.model)
         files = {p: self.workspace.read_text(p) for p in in_play}
         avoid = self.stalls.avoid()
         name, self.reason = self.plan.choose(files, avoid=avoid)
         if avoid and name not in avoid:  # a new format is a new question: greedy again
             self.stalls.switched_format()
         self.format = auto.MEMBERS[name]
-        return reminder(name, target, named=True) or auto.format_note(name)
+        line = reminder(name, target)
+        if name in self.described:
+            return line
+        self.described.append(name)
+        if prompt is not None:
+            prompt.set_format_instructions(auto.opening(name))
+            return line
+        return "\n\n".join(filter(None, [auto.switch_note(name), line]))
 
     def _notify(self, event: str, *args) -> None:
         for observer in self.observers:
@@ -220,7 +230,7 @@ class Agent:
                 return report
             prompt, files = self.fitted_first_prompt(initial)
             self.seen = [f.path for f in files if not f.truncated]
-            prompt.add_to_task(self.next_format())
+            prompt.add_to_task(self.next_format(prompt))
             report.stopped = self._steps(prompt, report)
             report.final_diff = self.snapshot.diff()
             return report
@@ -350,7 +360,7 @@ class Agent:
         wanted = lookups.parse(text)
         if not wanted:
             return (make(action="none", outcome="no edits"),
-                    StepDetails(feedback.no_edits(self.prompt_format.instructions())))
+                    StepDetails(feedback.no_edits(self.format.instructions())))
         for lookup in wanted:
             if lookup.kind == "view" and lookup.start is None and lookup.target not in self.seen:
                 self.seen.append(lookup.target)

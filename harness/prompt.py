@@ -35,6 +35,7 @@ class Prompt:
     """Append-only chat messages. `messages` returns a copy, so callers cannot rewrite history."""
 
     def __init__(self, format_instructions: str, context: str, task: str, system: str = SYSTEM):
+        self._system = system
         self._messages: list[dict[str, str]] = [
             {"role": "system", "content": f"{system}\n\n{format_instructions}"},
             {"role": "user", "content": f"{context}\n\n{task}" if context else task},
@@ -53,6 +54,13 @@ class Prompt:
             raise PromptError("the task message can only be extended before the first reply")
         if text:
             self._messages[-1]["content"] += f"\n\n{text}"
+
+    def set_format_instructions(self, text: str) -> None:
+        """Replace the system message's format instructions, before anything is sent (`auto` describes its
+        first step's format there)."""
+        if len(self._messages) != 2:
+            raise PromptError("the format instructions can only be replaced before the first reply")
+        self._messages[0]["content"] = f"{self._system}\n\n{text}"
 
     def add_reply(self, text: str) -> None:
         """The model's reply, as it wrote it. Leading whitespace is dropped: the template's "assistant\\n"

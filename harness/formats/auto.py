@@ -1,5 +1,8 @@
-"""`auto`: the agent picks the edit format per step (harness/format_choice.py) and names it in its
-message; the system prompt describes every format once, so switching never rewrites the cached prefix.
+"""`auto`: the agent picks the edit format per step (harness/format_choice.py). Its system prompt describes
+the first step's format as that format's own prompt would, and says another may follow; a step that
+switches to a format not described yet describes it in its message. Nothing sent is rewritten, so the
+cached prefix holds, and a small model reads one format, not four (Qwen2.5-Coder-1.5B re-typed a file
+unchanged under the four-format prompt where the whole-file prompt got it fixed).
 
 On its own (another agent calling `formats.get("auto")`), `parse` recognises whichever syntax a reply is
 in: SEARCH/REPLACE blocks, a unified diff, else named code blocks, read as whole functions for Python files
@@ -19,9 +22,17 @@ from deltaserve.tools.workspace import Workspace
 MEMBERS = {fmt.name: fmt for fmt in (WholeFormat(), SymbolFormat(), SearchReplaceFormat(), UdiffFormat())}
 
 
-def format_note(name: str) -> str:
-    """The line that tells the model which format this reply uses."""
-    return f"Write this reply's edits in the `{name}` format."
+SWITCH_NOTE = "A later message may ask for another edit format; it will describe that format."
+
+
+def opening(name: str) -> str:
+    """The system prompt's format instructions for a run whose first step uses `name`."""
+    return f"{MEMBERS[name].instructions()}\n\n{SWITCH_NOTE}"
+
+
+def switch_note(name: str) -> str:
+    """The message part that moves the next reply to `name`, a format the prompt has not described."""
+    return f"Your next reply uses another edit format. {MEMBERS[name].instructions()}"
 
 
 class AutoFormat:
@@ -29,6 +40,8 @@ class AutoFormat:
     numbered_context = False  # re-typing and SEARCH/REPLACE formats need the text exactly as it is
 
     def instructions(self) -> str:
+        """Every format (for a caller that names the format per message itself; the agent describes one at
+        a time: `opening`, `switch_note`)."""
         parts = ["Edit formats: each message names the one to use for your reply (`whole`, `symbol`, "
                  "`search_replace` or `udiff`)."]
         parts += [f"`{name}`: {fmt.instructions()}" for name, fmt in MEMBERS.items()]

@@ -19,14 +19,13 @@ SHAPES = {
 }
 
 
-def reminder(format_name: str, path: str | None, named: bool = False) -> str:
+def reminder(format_name: str, path: str | None) -> str:
     """One sentence: the shape of a reply in `format_name` editing `path` ("" for a format without one, or
-    no file). `named`: say the format's name too (under `auto`, which changes it per step)."""
+    no file)."""
     if format_name == "symbol" and path is not None and not path.endswith(".py"):
         shape = SHAPES["search_replace"]  # symbol edits other languages with SEARCH/REPLACE
     else:
         shape = SHAPES.get(format_name)
     if shape is None or path is None:
         return ""
-    lead = f"Write this reply's edits in the `{format_name}` format: " if named else "Reply with "
-    return lead + shape.format(path=path) + "."
+    return f"Reply with {shape.format(path=path)}."

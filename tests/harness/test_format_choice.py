@@ -6,7 +6,17 @@ import litellm
 
 from deltaserve.harness import Agent
 from deltaserve.harness.client import complete
-from deltaserve.harness.format_choice import FileStats, FormatPlan, choose_format, file_stats
+from deltaserve.harness.format_choice import (
+    PRIOR,
+    FileStats,
+    FormatPlan,
+    choose_format,
+    file_stats,
+    priors_for,
+)
+from deltaserve.harness.formats import auto
+from deltaserve.harness.formats.reminders import reminder
+from deltaserve.harness.prompt import SYSTEM
 
 MODEL = "openai/gpt-4o-mini"  # counted with litellm's bundled tokenizer; never called
 
@@ -38,6 +48,21 @@ def test_diffs_once_they_apply_and_definitions_are_long():
     assert choose_format([long_defs], failing, local=True)[0] == "symbol"
 
 
+def test_a_measured_model_starts_from_its_own_priors():
+    """The bundled 1.5B model's symbol replies mostly re-type the file unchanged (format_choice's
+    MEASURED_PRIORS): for a file of a few small functions it starts with whole, where an unmeasured model
+    starts with symbol; once files are large, re-typing them loses either way."""
+    qwen = priors_for("local/qwen2.5-coder-1.5b")
+    assert qwen != PRIOR and priors_for("openai/gpt-4o-mini") is PRIOR
+    small = file_stats("a.py", module(6, 3), count)
+    assert choose_format([small], [], local=True)[0] == "symbol"
+    assert choose_format([small], [], local=True, prior=qwen)[0] == "whole"
+    large = file_stats("b.py", module(40, 8), count)
+    assert choose_format([large], [], local=True, prior=qwen)[0] not in ("whole", "symbol")
+    plan = FormatPlan(count, local=True, model="local/qwen2.5-coder-1.5b")
+    assert plan.choose({"a.py": module(6, 3)})[0] == "whole"
+
+
 def test_non_python_files_never_get_symbol():
     stats = file_stats("page.html", "<p>x</p>\n" * 400, count)
     assert stats.definition_tokens is None
@@ -65,5 +90,6 @@ def test_an_auto_run_names_the_format_per_step_and_records_why(project, quick_te
     assert report.edit_format == "auto" and step.edit_format in ("whole", "symbol")
     assert step.outcome == "tests pass" and "expected decode passes" in step.format_reason
     first = agent.prompts[0]
-    assert "`symbol`:" in first[0]["content"] and "`udiff`:" in first[0]["content"]  # every format, once
-    assert f"`{step.edit_format}` format" in first[-1]["content"]
+    # the system prompt describes the step's format alone, as that format's own prompt would
+    assert first[0]["content"] == f"{SYSTEM}\n\n{auto.opening(step.edit_format)}"
+    assert first[-1]["content"].endswith(reminder(step.edit_format, "calc.py"))

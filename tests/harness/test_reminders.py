@@ -16,7 +16,7 @@ def test_the_first_prompt_ends_with_the_reply_shape_for_the_code_under_test(proj
     assert last.endswith(reminder(fmt, "calc.py")) and "calc.py" in last.splitlines()[-1]
 
 
-def test_auto_names_the_format_and_symbol_falls_back_for_other_languages():
-    assert reminder("whole", "a.py", named=True).startswith("Write this reply's edits in the `whole` format")
+def test_symbol_falls_back_for_other_languages_and_unknown_formats_have_no_reminder():
+    assert reminder("whole", "a.py").startswith("Reply with a.py alone on one line")
     assert "SEARCH" in reminder("symbol", "main.go") and reminder("symbol", None) == ""
     assert reminder("my-own-format", "a.py") == ""

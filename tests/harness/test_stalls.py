@@ -7,6 +7,7 @@ from __future__ import annotations
 import sys
 
 from deltaserve.harness.fault_hints import called_definitions, fault_hint, traceback_sites
+from deltaserve.harness.formats import auto
 from deltaserve.harness.stalls import MAX_TEMPERATURE, StallPolicy
 from deltaserve.tools.tests import run_tests
 from deltaserve.tools.workspace import Workspace
@@ -49,6 +50,10 @@ def test_two_no_op_replies_in_a_row_change_the_format_and_go_back_to_greedy(proj
     assert "changed nothing" in third.format_reason
     assert calls[0]["temperature"] == 0.0 < calls[1]["temperature"] and "seed" in calls[1]
     assert calls[2]["temperature"] == 0.0  # the new format's first reply is greedy
+    # the new format is described in the message that asks for it; the system message stays as sent
+    assert auto.switch_note(third.edit_format) in agent.prompts[2][-1]["content"]
+    assert agent.prompts[2][0] == agent.prompts[0][0]
+    assert agent.prompts[0][0]["content"].endswith(auto.opening(first.edit_format))
 
 
 def test_progress_after_a_stall_keeps_sampling_without_escalating(project, quick_test_cmd):
