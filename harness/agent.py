@@ -24,6 +24,7 @@ from deltaserve.harness.fault_hints import fault_hint
 from deltaserve.harness.format_choice import FormatPlan
 from deltaserve.harness.formats import auto, whole
 from deltaserve.harness.formats.reminders import reminder
+from deltaserve.harness.path_repair import repair_paths
 from deltaserve.harness.prefix_monitor import PrefixBreak, PrefixMonitor, chat_prompt_ids, reply_ids
 from deltaserve.harness.prompt import Prompt
 from deltaserve.harness.stalls import StallPolicy
@@ -76,6 +77,7 @@ class Agent:
         self._counter = counter
         self.snapshot = Snapshot(self.workspace)
         self.seen: list[str] = []  # files whose full text the model has seen (prediction source)
+        self.shown: list[str] = []  # files the prompt shows, in full or in part
         self.replies: list[str] = []  # every reply so far, to catch one repeated verbatim
         self.reason: str | None = None  # why `auto` chose the current step's format
         self.described: list[str] = []  # `auto`: the formats the prompt has described so far
@@ -114,7 +116,7 @@ class Agent:
         def trial(text: str):
             fmt = self.prompt_format if self.plan else self.format  # `auto` reads any format's syntax
             return try_reply(fmt, text, self.workspace.root, self.test_cmd, self.config.test_timeout,
-                             self.config.allow_test_edits, self.sandbox)
+                             self.config.allow_test_edits, self.sandbox, self.code_in_play())
 
         per_choice = (reply.metrics or {}).get("choices")
         index, outcomes = choose(reply.texts, trial, self.replies, per_choice)
@@ -188,14 +190,15 @@ class Agent:
         """The line that ends the next prompt: the next reply's shape with the file to edit (reminders.py);
         under `auto` first choose that reply's format from the files in play, and describe it where the
         prompt has not: in the system message of a `prompt` not sent yet, else before the line."""
-        in_play = [p for p in self.seen if self.workspace.exists(p)]
-        target = next((p for p in in_play if not is_test_path(p)), None)  # the code under test comes first
+        in_play = self.in_play()
+        code = self.code_in_play()  # the code under test comes first
+        target = code[0] if code else None
         if self.prompt_format.name != "auto":
             return reminder(self.format.name, target)
         if self.plan is None:
             self.plan = FormatPlan(self.count, local_provider.is_local(self.model) or self._scripted,
                                    self.model)
-        files = {p: self.workspace.read_text(p) for p in in_play}
+        files = {p: self.workspace.read_text(p) for p in code or in_play}
         avoid = self.stalls.avoid()
         name, self.reason = self.plan.choose(files, avoid=avoid)
         if avoid and name not in avoid:  # a new format is a new question: greedy again
@@ -209,6 +212,14 @@ class Agent:
             prompt.set_format_instructions(auto.opening(name))
             return line
         return "\n\n".join(filter(None, [auto.switch_note(name), line]))
+
+    def in_play(self) -> list[str]:
+        """The files the model has been shown (in full first, then in part) that still exist."""
+        return [p for p in dict.fromkeys([*self.seen, *self.shown]) if self.workspace.exists(p)]
+
+    def code_in_play(self) -> list[str]:
+        """in_play without the tests: where an edit naming a missing file may be re-aimed."""
+        return [p for p in self.in_play() if not is_test_path(p)]
 
     def _notify(self, event: str, *args) -> None:
         for observer in self.observers:
@@ -230,6 +241,7 @@ class Agent:
                 return report
             prompt, files = self.fitted_first_prompt(initial)
             self.seen = [f.path for f in files if not f.truncated]
+            self.shown = [f.path for f in files]
             prompt.add_to_task(self.next_format(prompt))
             report.stopped = self._steps(prompt, report)
             report.final_diff = self.snapshot.diff()
@@ -291,6 +303,15 @@ class Agent:
                     StepDetails(feedback.unreadable_edits(exc)))
         if not edits:
             return self._lookups(reply.text, make)
+        edits, moved = repair_paths(edits, self.workspace, self.code_in_play())
+        step_report, details = self._apply(edits, fmt, make)
+        if moved:  # said first: the model should name the real file next time
+            details = replace(details, feedback=f"{feedback.moved_edits(moved)}\n\n{details.feedback}")
+        return step_report, details
+
+    def _apply(self, edits: list, fmt, make) -> tuple[StepReport, StepDetails]:
+        """Check and apply parsed edits (or preview them in a dry run), then run the tests."""
+        dry_run = self.config.dry_run
         try:
             # raises before anything is written
             preview = fmt.apply(edits, self.workspace, dry_run=True)

@@ -13,6 +13,7 @@ from pydantic import BaseModel
 
 from deltaserve.errors import ToolError
 from deltaserve.harness.edit_checks import refusal
+from deltaserve.harness.path_repair import repair_paths
 from deltaserve.harness.workspace_guard import make_copy
 from deltaserve.tools.sandbox import Sandbox
 from deltaserve.tools.tests import run_tests
@@ -35,9 +36,10 @@ class CandidateOutcome(BaseModel):
 
 
 def try_reply(fmt, text: str, root: Path, test_cmd: str, timeout: float, allow_test_edits: bool,
-              sandbox: Sandbox | str = "auto") -> tuple[str, int | None]:
+              sandbox: Sandbox | str = "auto", in_play: list[str] = ()) -> tuple[str, int | None]:
     """(outcome, failing tests) of one reply's edits applied to a scratch copy of `root`, its tests run in
-    `sandbox` (the agent's)."""
+    `sandbox` (the agent's); edits naming a missing file are re-aimed among `in_play` as the agent would
+    (harness/path_repair.py)."""
     copy = make_copy(root)
     try:
         scratch = Workspace(copy)
@@ -47,6 +49,7 @@ def try_reply(fmt, text: str, root: Path, test_cmd: str, timeout: float, allow_t
             return "parse failed", None
         if not edits:
             return "no edits", None
+        edits, _ = repair_paths(edits, scratch, list(in_play))
         try:
             preview = fmt.apply(edits, scratch, dry_run=True)
             refused = refusal(preview, scratch, allow_test_edits)

@@ -38,6 +38,13 @@ def describe_tests(result, cmd: str, tail_chars: int = OUTPUT_TAIL_CHARS) -> str
     return f"Tests (`{shown}`): {verdict} ({counts})\n```\n{tail(result.output, tail_chars)}\n```"
 
 
+def moved_edits(moved) -> str:
+    """Edits that named a missing file and were applied to the file their code belongs to
+    (harness/path_repair.py)."""
+    said = "; ".join(f"{m.named} does not exist, so the edit went to {m.applied_to}" for m in moved)
+    return f"Your edits named a file that does not exist: {said}. Name the file you fix by its real path."
+
+
 def unreadable_edits(error: object) -> str:
     return f"Your edits could not be read; nothing was changed.\n{error}"
 

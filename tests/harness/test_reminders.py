@@ -20,3 +20,15 @@ def test_symbol_falls_back_for_other_languages_and_unknown_formats_have_no_remin
     assert reminder("whole", "a.py").startswith("Reply with a.py alone on one line")
     assert "SEARCH" in reminder("symbol", "main.go") and reminder("symbol", None) == ""
     assert reminder("my-own-format", "a.py") == ""
+
+
+def test_a_file_shown_in_part_is_still_the_one_the_reminder_names(project, quick_test_cmd):
+    """A long file is shown around its relevant lines only; the closing line must still name it, or a
+    small model writes the instructions' placeholder path."""
+    calc = project / "calc.py"
+    helpers = "".join(f"\n\ndef helper_{i}(x):\n    return x + {i}\n" for i in range(80))
+    calc.write_text(calc.read_text() + helpers)
+    agent, _, _ = run(project, quick_test_cmd, ["no edits here"], edit_format="search_replace", max_steps=1,
+                      max_file_chars=400)
+    assert "calc.py" not in agent.seen and "calc.py" in agent.shown  # calc.py was cut
+    assert agent.prompts[0][-1]["content"].rstrip().endswith(reminder("search_replace", "calc.py"))

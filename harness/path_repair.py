@@ -1,0 +1,91 @@
+"""Edits aimed at a file that does not exist, re-aimed at the file in play their code belongs to.
+
+Small models keep the instructions' placeholder path (`path/to/file.py`) or drop a folder (`summary.py`
+for `quickstats/summary.py`) while the code they wrote is right: Qwen2.5-Coder-1.5B did so in most steps on
+files too long to show in full, where the prompt's closing line had no file to name. An edit is re-aimed only
+when its own text singles out one file among those in play:
+
+- a SEARCH/REPLACE block: the one file that contains its SEARCH text (whitespace aside);
+- whole functions or classes (Python): the one file that defines at least half of the names the code
+  defines, and one at the least;
+- a whole Python file: the one file all of whose definitions it holds (a shorter file would delete code);
+- otherwise the one file of that file name.
+
+Anything else stays as written: a new file, or an apply error the model is told about.
+"""
+
+from __future__ import annotations
+
+import ast
+import dataclasses
+import posixpath
+from collections.abc import Callable
+
+from deltaserve.errors import DeltaserveError
+from deltaserve.tools.search_replace import SearchReplace
+from deltaserve.tools.workspace import Workspace
+
+DEFINITIONS = (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)
+
+
+@dataclasses.dataclass(frozen=True)
+class Moved:
+    named: str  # the path the reply wrote
+    applied_to: str  # the file its edit was aimed at instead
+
+
+def _squashed(text: str) -> str:
+    return " ".join(text.split())
+
+
+def defined_names(code: str) -> set[str] | None:
+    """Names of every function and class `code` defines (nested ones too); None when it is not Python."""
+    try:
+        tree = ast.parse(code)
+    except (SyntaxError, ValueError):
+        return None
+    return {n.name for n in ast.walk(tree) if isinstance(n, DEFINITIONS)}
+
+
+def _belongs(edit, text: str) -> bool:
+    """Whether `edit`'s own code points at a file holding `text`."""
+    if isinstance(edit, SearchReplace):
+        search = _squashed(edit.search)
+        return bool(search) and search in _squashed(text)
+    whole_file = hasattr(edit, "content")
+    code = edit.content if whole_file else getattr(edit, "code", None)
+    names = defined_names(code) if code else None
+    if not names:
+        return False
+    present = defined_names(text) or set()
+    if whole_file:
+        return bool(present) and present <= names
+    return 2 * len(names & present) >= len(names)
+
+
+def _missing(workspace: Workspace, path: str) -> bool:
+    try:
+        return not workspace.exists(path)
+    except DeltaserveError:  # a refused path: the apply says why
+        return False
+
+
+def repair_paths(edits: list, workspace: Workspace, in_play: list[str],
+                 read: Callable[[str], str] | None = None) -> tuple[list, list[Moved]]:
+    """(edits with missing paths re-aimed where their text singles out one file of `in_play`, the moves)."""
+    read = read or workspace.read_text
+    texts = {p: read(p) for p in in_play if not _missing(workspace, p)}
+    repaired, moved = [], []
+    for edit in edits:
+        path = getattr(edit, "path", None)
+        if path is None or not _missing(workspace, path):
+            repaired.append(edit)
+            continue
+        hits = [p for p, text in texts.items() if _belongs(edit, text)]
+        if not hits:
+            hits = [p for p in texts if posixpath.basename(p) == posixpath.basename(path)]
+        if len(hits) == 1:
+            edit = dataclasses.replace(edit, path=hits[0])
+            moved.append(Moved(path, hits[0]))
+        repaired.append(edit)
+    return repaired, moved

@@ -1,0 +1,74 @@
+"""Edits naming a missing file are re-aimed where their own text singles out one file in play, and only
+there: real files, real tests; the replies are the ones a small model wrote (placeholder path, folder
+dropped)."""
+
+from __future__ import annotations
+
+import pytest
+
+from deltaserve.harness.candidates import try_reply
+from deltaserve.harness.formats import auto
+from deltaserve.harness.formats.symbol import SymbolEdit
+from deltaserve.harness.formats.whole import WholeFile
+from deltaserve.harness.path_repair import Moved, repair_paths
+from deltaserve.tools.search_replace import SearchReplace
+from deltaserve.tools.workspace import Workspace
+
+from .test_small_model_replies import run
+
+SR_PLACEHOLDER = ("path/to/file.py\n```\n<<<<<<< SEARCH\n    return a - b\n=======\n    return a + b\n"
+                  ">>>>>>> REPLACE\n```\n")
+
+
+def test_a_placeholder_path_goes_to_the_file_holding_the_search_text(project, quick_test_cmd):
+    agent, report, _ = run(project, quick_test_cmd, [SR_PLACEHOLDER], edit_format="search_replace",
+                           max_steps=1)
+    assert report.steps[0].outcome == "tests pass"
+    assert "return a + b" in (project / "calc.py").read_text() and not (project / "path").exists()
+    assert report.steps[0].apply.files_changed == ["calc.py"]
+
+
+def test_the_model_is_told_where_its_edit_went(project, quick_test_cmd):
+    wrong = SR_PLACEHOLDER.replace("a + b", "b - a")  # applied, tests still fail: the feedback is read
+    agent, report, _ = run(project, quick_test_cmd, [wrong, SR_PLACEHOLDER.replace("a - b", "b - a")],
+                           edit_format="search_replace", max_steps=2)
+    assert [s.outcome for s in report.steps] == ["tests fail", "tests pass"]
+    assert "path/to/file.py does not exist, so the edit went to calc.py" in agent.prompts[1][-1]["content"]
+
+
+@pytest.fixture
+def package(tmp_path):
+    (tmp_path / "stats").mkdir()
+    (tmp_path / "stats" / "summary.py").write_text("def mean(xs):\n    return sum(xs) / len(xs)\n\n\n"
+                                                  "def spread(xs):\n    return max(xs) + min(xs)\n")
+    (tmp_path / "stats" / "other.py").write_text("def spread_of(xs):\n    return 0\n\n\n"
+                                                "def total(xs):\n    return sum(xs) / len(xs)\n")
+    return Workspace(tmp_path)
+
+
+def test_functions_go_to_the_file_that_defines_them_and_new_files_stay_new(package):
+    in_play = ["stats/summary.py", "stats/other.py"]
+    fixed = SymbolEdit("summary.py", "def spread(xs):\n    return max(xs) - min(xs)\n")
+    new = SymbolEdit("stats/helpers.py", "def clamp(x):\n    return x\n")
+    edits, moved = repair_paths([fixed, new], package, in_play)
+    assert edits == [SymbolEdit("stats/summary.py", fixed.code), new]
+    assert moved == [Moved("summary.py", "stats/summary.py")]
+
+
+def test_an_ambiguous_or_partial_edit_stays_where_it_was_aimed(package):
+    in_play = ["stats/summary.py", "stats/other.py"]
+    # both files hold this line: no single file is meant
+    ambiguous = SearchReplace("path/to/file.py", "    return sum(xs) / len(xs)\n", "    return 0\n")
+    # a whole file with one of summary.py's two functions would delete the other
+    partial = WholeFile("path/to/file.py", "def spread(xs):\n    return max(xs) - min(xs)\n")
+    edits, moved = repair_paths([ambiguous, partial], package, in_play)
+    assert edits == [ambiguous, partial] and moved == []
+    complete = WholeFile("file.py", (package.root / "stats" / "summary.py").read_text().replace("+", "-"))
+    assert repair_paths([complete], package, in_play)[1] == [Moved("file.py", "stats/summary.py")]
+
+
+def test_a_candidate_is_tried_with_its_path_repaired_as_the_agent_would(project, quick_test_cmd):
+    outcome, failing = try_reply(auto.AutoFormat(), SR_PLACEHOLDER, project, quick_test_cmd, 30.0, False,
+                                 "none", ["calc.py"])
+    assert (outcome, failing) == ("tests pass", 0)
+    assert "return a - b" in (project / "calc.py").read_text()  # a scratch copy was edited, not the project
