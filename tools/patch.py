@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import difflib
 import os
+import re
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -30,8 +31,9 @@ __all__ = [
 ]
 
 # Every HunkResult.strategy: how hunks located by content matched (tools.hunks, in the order tried), then a
-# hunk placed by its line number alone, a file created or deleted, a whole-file write.
-HUNK_STRATEGIES = (*STRATEGIES, "line-number", "create", "delete", "whole")
+# hunk placed by its line number alone, a SEARCH/REPLACE block whose SEARCH is part of one line, a file
+# created or deleted, a whole-file write.
+HUNK_STRATEGIES = (*STRATEGIES, "line-number", "in-line", "create", "delete", "whole")
 MAX_SHOWN_LINES = 12
 
 
@@ -385,19 +387,45 @@ def apply_search_replace_blocks(
         if current is None:
             raise PatchError(f"Block {n}: {rel} does not exist.{_similar_files(ws, rel)} To create a file, "
                              f"leave SEARCH empty.", rel, n)
-        hunk = search_replace_hunk(search, block.replace.replace("\r\n", "\n"))
+        replace = block.replace.replace("\r\n", "\n")
+        hunk = search_replace_hunk(search, replace)
         try:
             lines, endings, (m,) = apply_hunks(current.lines, current.endings, [hunk])
+            strategy, line = m.strategy, m.start + 1
         except HunkError as exc:
-            err = _hunk_failure(rel, exc, [hunk], what="SEARCH block")
-            raise PatchError(err.message.replace("SEARCH block 1 of 1", f"SEARCH/REPLACE block {n}", 1)
-                             .replace("The lines it expected to find", "The SEARCH text"), rel, n) from None
+            fragment = _fragment_edit(current.lines, search, replace)
+            if fragment is None:
+                err = _hunk_failure(rel, exc, [hunk], what="SEARCH block").message
+                err = err.replace("SEARCH block 1 of 1", f"SEARCH/REPLACE block {n}", 1)
+                err = err.replace("The lines it expected to find", "The SEARCH text")
+                raise PatchError(err, rel, n) from None
+            (lines, line), endings, strategy = fragment, current.endings, "in-line"
         final = current.final_newline
         plan.set(rel, current.with_lines(lines, endings, final))
-        plan.hunks.append(HunkResult(rel, idx, m.strategy, m.start + 1))
+        plan.hunks.append(HunkResult(rel, idx, strategy, line))
     return _finish(plan, dry_run, NoChangesError(
         "your SEARCH/REPLACE blocks have no changes: each REPLACE part gives the text its SEARCH part "
         "matched; put the new lines after =======", list(counts)))
+
+
+def _fragment_edit(lines: list[str], search: str, replace: str) -> tuple[list[str], int] | None:
+    """(new lines, 1-based line) for a block whose SEARCH and REPLACE are each part of one line (a model
+    quoting `self._lookup(key)` out of `value = self._lookup(key)`) when that SEARCH text occurs exactly once
+    in the file, not inside a longer name: it is replaced there, the rest of the line kept. None otherwise."""
+    old, new = search.strip(), replace.strip()
+    if not old or "\n" in old or "\n" in new:
+        return None
+    # `x = 1` must not match inside `max = 10`: a fragment that starts or ends with a name character
+    # starts or ends a name there
+    before = r"(?<!\w)" if re.match(r"\w", old[0]) else ""
+    after = r"(?!\w)" if re.match(r"\w", old[-1]) else ""
+    pattern = re.compile(before + re.escape(old) + after)
+    hits = [(i, found) for i, line in enumerate(lines) for found in pattern.finditer(line)]
+    if len(hits) != 1:
+        return None
+    i, found = hits[0]
+    line = lines[i]
+    return [*lines[:i], line[:found.start()] + new + line[found.end():], *lines[i + 1:]], i + 1
 
 
 def apply_search_replace(

@@ -107,6 +107,29 @@ def test_whitespace_and_indent_tolerance(workspace):
     assert (ws.root / "m.py").read_text() == "class A:\n    def f(self):   \n        return 2\n"
 
 
+def test_a_search_that_is_part_of_one_line_edits_that_line(workspace):
+    """Small models quote the call they change, not its line: `self._lookup(key)` out of
+    `value = self._lookup(key)`. Found once, it is replaced in place and the rest of the line stays."""
+    ws = workspace({"p.py": "def get(self, key):\n    value = self._lookup(key)\n    return value\n"})
+    res = apply_search_replace(ws, "p.py", "self._lookup(key)\n", "self._lookup(key, default=None)\n")
+    assert res.hunks[0].strategy == "in-line" and res.hunks[0].start_line == 2
+    fixed = "def get(self, key):\n    value = self._lookup(key, default=None)\n    return value\n"
+    assert (ws.root / "p.py").read_text() == fixed
+
+
+@pytest.mark.parametrize(("text", "search"), [
+    ("a = f(x)\nb = f(x)\n", "f(x)"),  # twice: which one is meant is unknown
+    ("max = 10\n", "x = 1"),  # inside longer names only
+    ("a = f(x)\n", "f(x)\nb = 2"),  # more than one line: hunks rules apply
+])
+def test_a_line_fragment_that_is_not_unique_or_splits_a_name_is_refused(workspace, snapshot, text, search):
+    ws = workspace({"p.py": text})
+    before = snapshot(ws.root)
+    with pytest.raises(PatchError, match="not found|match 2 places|has only 1"):
+        apply_search_replace(ws, "p.py", search + "\n", "g(y)\n")
+    assert snapshot(ws.root) == before
+
+
 def test_zero_and_many_matches_name_lines(workspace, snapshot):
     ws = workspace({"d.py": "x = 1\ny = 2\nx = 1\n"})
     before = snapshot(ws.root)
