@@ -117,6 +117,8 @@ class StepReport(_Savings):
     prefix_break: PrefixBreak | None = None
     # with several candidates, each one's outcome on its scratch copy; the token counts above cover them all
     candidates: list[CandidateOutcome] = []
+    # the first reply repeated an earlier one and was asked for again (its tokens are counted above too)
+    resampled: bool = False
     format_reason: str | None = None  # `auto`: why this step's format was chosen (expected costs compared)
 
     @classmethod

@@ -38,6 +38,7 @@ from deltaserve.tools.workspace import Workspace
 
 # formats whose replies re-type old code, which a prediction of that code drafts
 PREDICTED_FORMATS = ("whole", "symbol")
+RESAMPLE_SEED = 10_000  # seeds of in-step resamples: apart from the per-step seeds of sampled calls
 
 
 def edited_paths(edits: list) -> list[str]:
@@ -107,6 +108,16 @@ class Agent:
             return self._complete(**call, **sampling)
         sampling = {"temperature": max(temperature, c.resample_temperature), "seed": step * c.candidates}
         return client.complete_candidates(c.candidates, **call, **sampling, call=self._complete)
+
+    def resample(self, messages: list[dict], prediction: str | None, step: int, repeat):
+        """A reply repeating an earlier one is known before anything is applied, so it need not cost a step:
+        ask once more, sampled with another seed, and keep that reply; the step counts both calls."""
+        c = self.config
+        again = self._complete(model=c.model, messages=messages, max_tokens=c.max_tokens, api_base=c.api_base,
+                               prediction=prediction, **self.completion_kwargs,
+                               temperature=max(self.stalls.temperature(), c.resample_temperature),
+                               seed=RESAMPLE_SEED + step)
+        return replace(client.combined(repeat, [again]), text=again.text, texts=[again.text])
 
     def pick(self, reply) -> tuple[client.Completion, list[CandidateOutcome]]:
         """The candidate to keep (as `reply` with its text) and every candidate's outcome."""
@@ -263,12 +274,15 @@ class Agent:
                     stopped += f" (is a server listening at {self.config.api_base}?)"
                 return stopped
             reply, tried = self.pick(reply)
+            resampled = not tried and reply.text.strip() in self.replies
+            if resampled:
+                reply = self.resample(messages, self.prediction(), step, reply)
             prompt.add_reply(reply.text)
             self.watch_reply(reply.text)
             step_report, details = self.act(step, reply)
             self.stalls.record(step_report.outcome, step_report.edit_format)
-            if tried:
-                step_report = step_report.model_copy(update={"candidates": tried})
+            if tried or resampled:
+                step_report = step_report.model_copy(update={"candidates": tried, "resampled": resampled})
             if self.plan is not None:
                 self.plan.record(step_report.edit_format, step_report.outcome)
                 step_report = step_report.model_copy(update={"format_reason": self.reason})

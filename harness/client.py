@@ -99,10 +99,12 @@ def complete_candidates(n: int, model: str, messages: list[dict], call=None, **k
     first = call(model=model, messages=messages, n=n, **kwargs)
     more = [call(model=model, messages=messages, **{**kwargs, "seed": (kwargs.get("seed") or 0) + i})
             for i in range(len(first.texts), n)]
-    return _combined(first, more) if more else first
+    return combined(first, more) if more else first
 
 
-def _combined(first: Completion, more: list[Completion]) -> Completion:
+def combined(first: Completion, more: list[Completion]) -> Completion:
+    """Several calls of one prompt as one Completion (`first`'s text): the prompt counted once, as cached
+    only what no call computed, every call's decode tokens, passes and seconds summed."""
     everyone = [first, *more]
 
     def total(name: str):

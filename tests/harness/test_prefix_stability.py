@@ -62,7 +62,7 @@ def test_the_step_report_says_where_a_prompt_left_the_cached_prefix(engine, proj
     reply, and the report (and the trace) say so at that token."""
     from deltaserve.harness.client import complete
 
-    replies = iter(["\n\nVIEW calc.py\n", "Hmm.", "Hmm."])
+    replies = iter(["\n\nVIEW calc.py\n", "Hmm.", "Hmm.", "Hmm?"])  # step 3's repeat is asked for again
     trace = tmp_path / "trace.jsonl"
     agent = Agent(project, "add() returns the wrong result", test_cmd=quick_test_cmd, model=MODEL,
                   max_steps=3, complete=lambda **kw: complete(**kw, mock_response=next(replies)), trace=trace,

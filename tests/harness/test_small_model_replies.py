@@ -10,6 +10,7 @@ import litellm
 import pytest
 
 from deltaserve.harness import Agent, formats
+from deltaserve.harness.agent import RESAMPLE_SEED
 from deltaserve.harness.client import complete
 from deltaserve.tools.workspace import Workspace
 
@@ -77,15 +78,27 @@ def test_test_edits_apply_when_allowed(project, quick_test_cmd):
     assert report.steps[0].apply.ok and "-1" in (project / "test_calc.py").read_text()
 
 
-def test_a_repeated_reply_is_not_applied_again_and_the_next_call_samples(project, quick_test_cmd):
-    wrong = reply("sr_bare_markers.txt").replace("a + b", "a // b")
-    right = reply("sr_bare_markers.txt").replace("a - b", "a // b")
-    agent, report, calls = run(project, quick_test_cmd, [wrong, wrong, right],
+WRONG = reply("sr_bare_markers.txt").replace("a + b", "a // b")
+RIGHT = reply("sr_bare_markers.txt").replace("a - b", "a // b")
+
+
+def test_a_repeated_reply_is_asked_for_again_within_its_step_sampled(project, quick_test_cmd):
+    agent, report, calls = run(project, quick_test_cmd, [WRONG, WRONG, RIGHT],
+                               edit_format="search_replace", max_steps=3)
+    assert [s.outcome for s in report.steps] == ["tests fail", "tests pass"]
+    first, second = report.steps
+    assert second.resampled and not first.resampled and second.reply == RIGHT
+    assert second.completion_tokens == 2 * first.completion_tokens  # both calls of step 2 are counted
+    assert calls[0]["temperature"] == 0.0 and calls[1]["temperature"] == 0.0
+    assert calls[2]["temperature"] > 0 and calls[2]["seed"] == RESAMPLE_SEED + 2
+
+
+def test_a_reply_repeated_twice_is_not_applied_again_and_the_next_call_samples(project, quick_test_cmd):
+    agent, report, calls = run(project, quick_test_cmd, [WRONG, WRONG, WRONG, RIGHT],
                                edit_format="search_replace", max_steps=3)
     assert [s.outcome for s in report.steps] == ["tests fail", "repeated reply", "tests pass"]
     assert "identical to your reply at step 1" in agent.prompts[2][-1]["content"]
-    assert calls[0]["temperature"] == 0.0 and calls[1]["temperature"] == 0.0
-    assert calls[2]["temperature"] > 0 and calls[2]["seed"] == 3
+    assert calls[3]["temperature"] > 0 and calls[3]["seed"] == 3
 
 
 @pytest.mark.parametrize(("written", "outcome", "said"), [
