@@ -289,6 +289,9 @@ class Engine:
         if not was_prefill:
             seq.metrics.decode_passes += 1
         now = time.perf_counter()
+        if not was_prefill and not drafts and seq.first_token_time is not None:
+            seq.metrics.plain_passes += 1
+            seq.metrics.plain_pass_s += now - seq.last_token_time
         if seq.first_token_time is None:
             seq.first_token_time = now
             seq.metrics.ttft_s = now - seq.arrival_time

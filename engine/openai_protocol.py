@@ -216,6 +216,8 @@ class ResponseMetrics(BaseModel):
     ttft_ms: float | None = None
     mean_itl_ms: float | None = None
     decode_passes: int = 0
+    plain_passes: int = 0  # decode passes that verified no draft (one token each), and their total time
+    plain_pass_ms: float = 0.0
     prefill_tokens_computed: int = 0
     cached_tokens: int = 0
     cached_tokens_disk: int = 0  # of cached_tokens, those read from the disk tier
@@ -228,7 +230,8 @@ def usage_and_metrics(choices: Iterable[tuple[int, Any]]) -> tuple[Usage, Respon
     """A response's usage and metrics from each choice's (prompt index, RequestMetrics or None); the choices
     of one prompt count its prompt (and cached) tokens once."""
     per_prompt: dict[int, Any] = {}
-    completion = accepted = rejected = passes = computed = 0
+    completion = accepted = rejected = passes = computed = plain = 0
+    plain_s = 0.0
     ttfts: list[float] = []
     itls: list[float] = []
     prefill_s = decode_s = 0.0
@@ -241,6 +244,8 @@ def usage_and_metrics(choices: Iterable[tuple[int, Any]]) -> tuple[Usage, Respon
         accepted += m.accepted_draft_tokens
         rejected += m.rejected_draft_tokens
         passes += m.decode_passes
+        plain += m.plain_passes
+        plain_s += m.plain_pass_s
         computed += m.prefill_tokens_computed
         for name, c in (getattr(m, "drafts", None) or {}).items():
             add_drafts(drafts, name, c.proposed, c.accepted, c.drafts)
@@ -263,6 +268,8 @@ def usage_and_metrics(choices: Iterable[tuple[int, Any]]) -> tuple[Usage, Respon
         ttft_ms=min(ttfts) * 1000 if ttfts else None,
         mean_itl_ms=sum(itls) / len(itls) * 1000 if itls else None,
         decode_passes=passes,
+        plain_passes=plain,
+        plain_pass_ms=plain_s * 1000,
         prefill_tokens_computed=computed,
         cached_tokens=cached,
         cached_tokens_disk=sum(m.cached_tokens_disk for m in per_prompt.values()),

@@ -32,6 +32,10 @@ class RequestMetrics(BaseModel):
     prefill_tokens_computed: int = 0
     completion_tokens: int = 0
     decode_passes: int = 0  # forward passes after the first token (< completion_tokens with speculation)
+    # of those, the passes that verified no draft (one token each) and their seconds: what a plain decode
+    # token costs here, the price of a counterfactual reply decoded without drafts
+    plain_passes: int = 0
+    plain_pass_s: float = 0.0
     accepted_draft_tokens: int = 0
     rejected_draft_tokens: int = 0
     drafts: dict[str, DraftCounts] = Field(default_factory=dict)  # by drafter: prediction, ngram, suffix

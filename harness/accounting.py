@@ -103,6 +103,9 @@ class StepReport(_Savings):
     decode_passes: int | None = None
     accepted_draft_tokens: int | None = None
     rejected_draft_tokens: int | None = None
+    # of the decode passes, those that verified no draft and their seconds (our engine says; else None)
+    plain_passes: int | None = None
+    plain_pass_s: float | None = None
     ttft_s: float | None = None
     decode_s: float | None = None
     # this run's measured costs (see measured_rates), used for est_seconds_saved
@@ -129,6 +132,9 @@ class StepReport(_Savings):
             "rejected_draft_tokens", "ttft_s", "decode_s")}
         engine_metrics = getattr(completion, "metrics", None) or {}  # our server's / local engine's extension
         measured["cached_tokens_disk"] = engine_metrics.get("cached_tokens_disk")
+        measured["plain_passes"] = engine_metrics.get("plain_passes")
+        if engine_metrics.get("plain_pass_ms") is not None:
+            measured["plain_pass_s"] = engine_metrics["plain_pass_ms"] / 1000
         measured["prompt_tokens"] = measured["prompt_tokens"] or 0
         measured["completion_tokens"] = measured["completion_tokens"] or 0
         return cls(**{**measured, "reply": getattr(completion, "text", ""), **fields})
@@ -136,24 +142,37 @@ class StepReport(_Savings):
     @computed_field
     @property
     def est_seconds_saved(self) -> float | None:
-        return estimate_seconds_saved(self.prefill_saved, self.decode_saved,
+        return estimate_seconds_saved(self.prefill_saved, self.whole_file_tokens, self.decode_spent_s,
                                       self.prefill_s_per_token, self.decode_s_per_token)
 
+    @property
+    def decode_spent_s(self) -> float | None:
+        """This reply's decode seconds as measured, else its tokens at the run's rate."""
+        if self.decode_s is not None:
+            return self.decode_s
+        return None if self.decode_s_per_token is None else self.completion_tokens * self.decode_s_per_token
 
-def estimate_seconds_saved(prefill_saved: int | None, decode_saved: int, prefill_s_per_token: float | None,
+
+def estimate_seconds_saved(prefill_saved: int | None, whole_file_tokens: int, decode_spent_s: float | None,
+                           prefill_s_per_token: float | None,
                            decode_s_per_token: float | None) -> float | None:
-    if prefill_saved is None or prefill_s_per_token is None or decode_s_per_token is None:
+    """Prefill served from cache at the prefill rate, plus the whole-file reply decoded plainly (one token a
+    pass at the decode rate) minus the decode seconds this reply took: with drafting a reply costs its
+    passes, not its tokens, so it is its measured seconds that count."""
+    if None in (prefill_saved, prefill_s_per_token, decode_s_per_token, decode_spent_s):
         return None
-    return prefill_saved * prefill_s_per_token + decode_saved * decode_s_per_token
+    return prefill_saved * prefill_s_per_token + whole_file_tokens * decode_s_per_token - decode_spent_s
 
 
 def measured_rates(steps: Iterable[StepReport]) -> tuple[float | None, float | None]:
-    """(prefill seconds per computed prompt token, decode seconds per generated token) over these steps.
+    """(prefill seconds per computed prompt token, decode seconds per plainly decoded token) over these steps.
 
     Prefill: sum of TTFT / sum of prompt tokens actually computed (the first token comes out of the prefill
-    pass). Decode: sum of decode seconds / sum of tokens after the first. Steps lacking a number are skipped.
+    pass). Decode: the seconds of the passes that verified no draft / their count, where the engine says
+    (a drafted token costs less, and the counterfactual whole-file reply is decoded without drafts); else
+    sum of decode seconds / sum of tokens after the first. Steps lacking a number are skipped.
     """
-    ttft = computed = decode_s = decoded = 0.0
+    ttft = computed = decode_s = decoded = plain_s = plain = 0.0
     for s in steps:
         if s.ttft_s is not None and s.prefill_computed:
             ttft += s.ttft_s
@@ -161,7 +180,11 @@ def measured_rates(steps: Iterable[StepReport]) -> tuple[float | None, float | N
         if s.decode_s is not None and s.completion_tokens > 1:
             decode_s += s.decode_s
             decoded += s.completion_tokens - 1
-    return (ttft / computed if computed else None, decode_s / decoded if decoded else None)
+        if s.plain_passes and s.plain_pass_s is not None:
+            plain_s += s.plain_pass_s
+            plain += s.plain_passes
+    decode_rate = plain_s / plain if plain else (decode_s / decoded if decoded else None)
+    return (ttft / computed if computed else None, decode_rate)
 
 
 def _total(name: str, kind: type):

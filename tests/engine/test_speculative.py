@@ -244,6 +244,9 @@ def test_forced_copy_reply_needs_fewer_passes(make_engine):
     assert a.metrics.decode_passes == len(reply) - 1
     assert b.metrics.decode_passes < len(reply) / 3 and b.metrics.rejected_draft_tokens > 0
     assert_counters_add_up([b])
+    # passes that verified no draft are timed apart: without drafting all of them, with it only some
+    assert a.metrics.plain_passes == a.metrics.decode_passes and a.metrics.plain_pass_s > 0
+    assert b.metrics.plain_passes < b.metrics.decode_passes
 
 
 def test_prediction_drafts_a_whole_file_reply(make_engine):

@@ -1,5 +1,7 @@
 import json
 
+import pytest
+
 from deltaserve.harness.accounting import RunReport, StepReport, estimate_seconds_saved, measured_rates
 
 
@@ -12,7 +14,8 @@ def step(n, **kw):
 def test_savings_follow_the_design_formulas():
     s = step(1, prefill_s_per_token=0.002, decode_s_per_token=0.1)
     assert (s.prefill_saved, s.prefill_computed, s.decode_saved) == (800, 200, 250)
-    assert s.est_seconds_saved == 800 * 0.002 + 250 * 0.1
+    # the whole-file reply at the plain decode rate, minus this reply's measured decode seconds
+    assert s.est_seconds_saved == 800 * 0.002 + 300 * 0.1 - 4.9
 
 
 def test_unknown_cached_is_unknown_not_zero():
@@ -32,7 +35,19 @@ def test_measured_rates_use_computed_prefill_and_tokens_after_the_first():
     b = step(2, prompt_tokens=1100, cached_tokens=1000, ttft_s=0.5, completion_tokens=21, decode_s=3.0)
     assert measured_rates([a, b]) == (2.5 / 1100, 4.0 / 30)
     assert measured_rates([step(1, ttft_s=None, decode_s=None)]) == (None, None)
-    assert estimate_seconds_saved(10, -5, 0.5, 1.0) == 0.0
+    assert estimate_seconds_saved(10, 0, 5.0, 0.5, 1.0) == 0.0
+
+
+def test_with_drafting_the_decode_rate_is_a_plain_pass_and_the_reply_costs_its_seconds():
+    """A reply drafted from the old file: 180 tokens in 27 passes, 20 of them plain (one token each, 35 ms).
+    The whole-file reply decoded without drafts would take a pass a token: its tokens x 35 ms."""
+    drafted = step(1, completion_tokens=180, whole_file_tokens=179, decode_passes=27, decode_s=2.2,
+                   plain_passes=20, plain_pass_s=0.7, cached_tokens=0, ttft_s=4.0)
+    prefill_rate, decode_rate = measured_rates([drafted])
+    assert decode_rate == 0.7 / 20  # not 2.2 / 179: a drafted token is cheaper than a plain one
+    s = drafted.model_copy(update={"prefill_s_per_token": prefill_rate, "decode_s_per_token": decode_rate})
+    assert s.decode_saved == -1  # no tokens saved, but seconds: 179 plain passes vs 2.2 s measured
+    assert s.est_seconds_saved == pytest.approx(179 * 0.035 - 2.2) and s.est_seconds_saved > 0
 
 
 def test_run_sums_steps_and_round_trips_through_a_trace(tmp_path):

@@ -76,7 +76,7 @@ def test_two_step_fix_with_every_number_checked(project, test_cmd, tmp_path):
     rate_p1, rate_d1 = 0.30 / u1["prompt"], 1.20 / (u1["completion"] - 1)
     assert s1.prefill_s_per_token == pytest.approx(rate_p1)
     assert s1.decode_s_per_token == pytest.approx(rate_d1)
-    assert s1.est_seconds_saved == pytest.approx(0 * rate_p1 - u1["completion"] * rate_d1)
+    assert s1.est_seconds_saved == pytest.approx(0 * rate_p1 - 1.20)  # its decode seconds were wasted
 
     # the error was appended after reply 1; nothing earlier was rewritten
     p1, p2 = agent.prompts
@@ -98,7 +98,7 @@ def test_two_step_fix_with_every_number_checked(project, test_cmd, tmp_path):
     rate_p = (0.30 + 0.05) / (u1["prompt"] + u2["prompt"] - u2["cached"])
     rate_d = (1.20 + 1.90) / (u1["completion"] - 1 + u2["completion"] - 1)
     assert s2.prefill_s_per_token == pytest.approx(rate_p) and s2.decode_s_per_token == pytest.approx(rate_d)
-    assert s2.est_seconds_saved == pytest.approx(u2["cached"] * rate_p + s2.decode_saved * rate_d)
+    assert s2.est_seconds_saved == pytest.approx(u2["cached"] * rate_p + s2.whole_file_tokens * rate_d - 1.90)
 
     # run totals are sums of the steps
     assert report.prompt_tokens == u1["prompt"] + u2["prompt"] and report.cached_tokens == u2["cached"]

@@ -28,6 +28,7 @@ def test_two_real_steps_reuse_the_prefix_cache(project, test_cmd, tmp_path):
         assert 0 < s.completion_tokens <= 32 * calls and s.ttft_s is not None and s.decode_s is not None
         assert s.prefill_saved == s.cached_tokens and s.prefill_computed == s.prompt_tokens - s.cached_tokens
         assert s.decode_passes is not None and s.decode_passes <= s.completion_tokens
+        assert s.plain_passes is not None and s.plain_passes <= s.decode_passes  # the engine's own timing
         if s.apply is not None and s.apply.ok:
             assert s.whole_file_tokens > 0
         else:

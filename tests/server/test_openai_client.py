@@ -31,6 +31,7 @@ def test_chat_non_streaming(openai_client):
     metrics = r.model_extra["metrics"]
     assert metrics["ttft_ms"] > 0 and metrics["mean_itl_ms"] > 0
     assert metrics["decode_passes"] >= 1
+    assert 0 < metrics["plain_passes"] <= metrics["decode_passes"] and metrics["plain_pass_ms"] > 0
     assert metrics["prefill_tokens_computed"] == r.usage.prompt_tokens - cached
 
 
