@@ -212,7 +212,9 @@ class Agent:
         files = {p: self.workspace.read_text(p) for p in code or in_play}
         avoid = self.stalls.avoid()
         name, self.reason = self.plan.choose(files, avoid=avoid)
-        if avoid and name not in avoid:  # a new format is a new question: greedy again
+        # a format not asked for yet is a new question: greedy again. One asked for before is not: its
+        # greedy reply would be the one it got then (the 1.5B model repeated its step-1 reply at step 3)
+        if avoid and name not in avoid and name not in self.described:
             self.stalls.switched_format()
         self.format = auto.MEMBERS[name]
         line = reminder(name, target)

@@ -8,8 +8,9 @@ so the response escalates with the run of stalls in a row:
 
 1. the first stall: sample from then on (resample_temperature, a new seed per step) instead of greedy;
 2. the second stall in a row: under `--format auto`, none of the formats that stalled is chosen again until
-   a step changes something, and the first reply in the new format is greedy again (a new format is a new
-   question: it needs no sampling to differ, and sampling hot costs a small model its accuracy); with a fixed
+   a step changes something, and the first reply in a format not asked for before is greedy again (a new
+   format is a new question: it needs no sampling to differ, and sampling hot costs a small model its
+   accuracy; a format asked for before keeps sampling, or its greedy reply would come back); with a fixed
    format, every further stall in a row samples hotter (up by ESCALATION_STEP, at most MAX_TEMPERATURE).
 
 A step that changes something (tests run, pass or fail) ends the run of stalls; the sampling stays on.

@@ -6,13 +6,16 @@ from __future__ import annotations
 
 import sys
 
+import pytest
+
+from deltaserve.harness import Agent
 from deltaserve.harness.fault_hints import called_definitions, fault_hint, traceback_sites
 from deltaserve.harness.formats import auto
 from deltaserve.harness.stalls import MAX_TEMPERATURE, StallPolicy
 from deltaserve.tools.tests import run_tests
 from deltaserve.tools.workspace import Workspace
 
-from .test_small_model_replies import reply, run
+from .test_small_model_replies import MODEL, reply, run, scripted
 
 FIXED_FILE = ("calc.py\n```python\ndef add(a, b):\n    return a + b\n\n\ndef mul(a, b):\n    return a * b\n"
               "```\n")
@@ -102,3 +105,21 @@ def test_called_definitions_reads_methods_and_ignores_what_the_file_does_not_def
     assert called_definitions(source, ["area"]) == (["Box.area"], ["Box._side"])
     assert called_definitions(source, ["missing"]) == ([], [])
     assert called_definitions("def broken(:\n", ["broken"]) == ([], [])
+
+
+@pytest.mark.parametrize(("asked_before", "greedy_again"), [
+    (["udiff"], True),
+    (["udiff", "whole", "symbol", "search_replace"], False),
+])
+def test_only_a_format_not_asked_for_before_goes_back_to_greedy(project, quick_test_cmd, asked_before,
+                                                                greedy_again):
+    """After two stalls in udiff, auto moves on; a format this run has not asked for yet is a new question
+    (greedy), one it asked for before would get its old greedy reply back, so sampling stays on."""
+    agent = Agent(project, "add() is wrong", test_cmd=quick_test_cmd, model=MODEL, edit_format="auto",
+                  complete=scripted([], []))
+    agent.seen = agent.shown = ["calc.py"]
+    agent.described = list(asked_before)
+    agent.stalls.record("no-op edit", "udiff")
+    agent.stalls.record("no-op edit", "udiff")
+    agent.next_format()
+    assert agent.format.name != "udiff" and agent.stalls.sampling is not greedy_again
