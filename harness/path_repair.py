@@ -9,7 +9,8 @@ when its own text singles out one file among those in play:
 - whole functions or classes (Python): the one file that defines at least half of the names the code
   defines, and one at the least;
 - a whole Python file: the one file all of whose definitions it holds (a shorter file would delete code);
-- otherwise the one file of that file name.
+- otherwise the one file of that file name, unless the edit is a whole file (it would replace that file
+  with what may be less) or creates one (an empty SEARCH).
 
 Anything else stays as written: a new file, or an apply error the model is told about.
 """
@@ -63,6 +64,13 @@ def _belongs(edit, text: str) -> bool:
     return 2 * len(names & present) >= len(names)
 
 
+def _may_follow_its_name(edit) -> bool:
+    """Whether an edit whose text singles out no file may still go to the one file of its file name."""
+    if hasattr(edit, "content"):  # a whole file: only its own definitions can say it is that file
+        return False
+    return not isinstance(edit, SearchReplace) or bool(edit.search.strip())
+
+
 def _missing(workspace: Workspace, path: str) -> bool:
     try:
         return not workspace.exists(path)
@@ -82,7 +90,7 @@ def repair_paths(edits: list, workspace: Workspace, in_play: list[str],
             repaired.append(edit)
             continue
         hits = [p for p, text in texts.items() if _belongs(edit, text)]
-        if not hits:
+        if not hits and _may_follow_its_name(edit):
             hits = [p for p in texts if posixpath.basename(p) == posixpath.basename(path)]
         if len(hits) == 1:
             edit = dataclasses.replace(edit, path=hits[0])

@@ -63,6 +63,10 @@ def test_an_ambiguous_or_partial_edit_stays_where_it_was_aimed(package):
     partial = WholeFile("path/to/file.py", "def spread(xs):\n    return max(xs) - min(xs)\n")
     edits, moved = repair_paths([ambiguous, partial], package, in_play)
     assert edits == [ambiguous, partial] and moved == []
+    # nor does the file name alone move a whole file or a new file's creation
+    named = [WholeFile("summary.py", "def spread(xs):\n    return 0\n"),
+             SearchReplace("summary.py", "", "x = 1\n")]
+    assert repair_paths(named, package, in_play) == (named, [])
     complete = WholeFile("file.py", (package.root / "stats" / "summary.py").read_text().replace("+", "-"))
     assert repair_paths([complete], package, in_play)[1] == [Moved("file.py", "stats/summary.py")]
 
