@@ -32,6 +32,7 @@ from deltaserve.harness.task_prompt import first_prompt
 from deltaserve.harness.tokens import TokenCounter
 from deltaserve.harness.trace import TraceWriter
 from deltaserve.harness.workspace_guard import Snapshot, check_clean
+from deltaserve.tools.fences import fenced_blocks
 from deltaserve.tools.sandbox import choose as choose_sandbox
 from deltaserve.tools.tests import is_test_path, run_tests
 from deltaserve.tools.workspace import Workspace
@@ -39,6 +40,15 @@ from deltaserve.tools.workspace import Workspace
 # formats whose replies re-type old code, which a prediction of that code drafts
 PREDICTED_FORMATS = ("whole", "symbol")
 RESAMPLE_SEED = 10_000  # seeds of in-step resamples: apart from the per-step seeds of sampled calls
+
+
+def cut_inside_a_block(reply) -> bool:
+    """A reply that hit the token limit (finish_reason "length") while a code block was still open."""
+    if getattr(reply, "finish_reason", None) != "length":
+        return False
+    lines = reply.text.replace("\r\n", "\n").split("\n")
+    blocks = fenced_blocks(lines)
+    return bool(blocks) and blocks[-1].end == len(lines)
 
 
 def edited_paths(edits: list) -> list[str]:
@@ -311,6 +321,10 @@ class Agent:
         if repeated is not None:
             told = feedback.repeated_reply(repeated)
             return make(action="none", outcome="repeated reply"), StepDetails(told)
+        if cut_inside_a_block(reply):  # a whole file cut short would be written short: apply nothing
+            applied = ApplyOutcome(ok=False, error="reply cut off inside a code block", dry_run=dry_run)
+            return (make(action="edit", outcome="cut off", apply=applied),
+                    StepDetails(feedback.cut_off(self.config.max_tokens)))
         try:
             edits, fmt = self.parse_reply(reply.text)
         except ValueError as exc:  # a malformed block: tell the model what is wrong with it

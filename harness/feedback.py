@@ -76,6 +76,11 @@ def test_edits_refused(files: list[str]) -> str:
             "the correct behaviour: fix the code they test instead.")
 
 
+def cut_off(max_tokens: int) -> str:
+    return (f"Your reply was cut off at the {max_tokens}-token limit inside a code block, so its last edit "
+            "is incomplete; nothing was changed. Write a shorter edit: only the code that changes.")
+
+
 def repeated_reply(step: int) -> str:
     return (f"This reply is identical to your reply at step {step}, which did not fix the failure; it was "
             "not applied again. Look at the test output once more and try a different change.")

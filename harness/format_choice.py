@@ -114,7 +114,7 @@ def choose_format(files: list[FileStats], history: list[tuple[str, bool]], local
 # (a refused test edit, a lookup, a repeated reply) say nothing about the format
 _APPLIED = {"tests pass": True, "tests fail": True, "dry run": True, "apply failed": False,
             "parse failed": False, "no edits": False, "no-op edit": False,
-            "example copied": False, "empty file": False}
+            "example copied": False, "empty file": False, "cut off": False}
 
 
 class FormatPlan:

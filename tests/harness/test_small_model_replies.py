@@ -117,3 +117,23 @@ def test_example_copied_or_a_blank_file_writes_nothing_and_says_why(project, qui
     assert said in agent.prompts[1][-1]["content"]
     assert sorted(p.name for p in project.iterdir()) == ["calc.py", "test_calc.py"]
     assert report.steps[1].outcome == "tests pass"
+
+
+def test_a_reply_cut_off_inside_its_code_block_writes_nothing(project, quick_test_cmd):
+    """A whole file cut at the token limit would be written short: nothing is applied, the model is told."""
+    cut = "calc.py\n```python\ndef add(a, b):\n    return a + b\n"  # mul() never came
+    before = (project / "calc.py").read_text()
+    texts = iter([(cut, "length"), (cut + "```\n", "length")])  # closed just at the limit: complete
+
+    def call(**kwargs):
+        text, finish = next(texts)
+        mock = {"choices": [{"message": {"role": "assistant", "content": text}, "finish_reason": finish}],
+                "usage": {"prompt_tokens": 100, "completion_tokens": 10, "total_tokens": 110}}
+        return complete(**{k: v for k, v in kwargs.items() if k != "seed"}, mock_response=mock)
+
+    agent = Agent(project, "add() returns the wrong result", test_cmd=quick_test_cmd, model=MODEL,
+                  edit_format="whole", max_steps=2, complete=call)
+    first, second = agent.run().steps
+    assert first.outcome == "cut off" and not first.apply.ok
+    assert "cut off at the 1024-token limit" in agent.prompts[1][-1]["content"]
+    assert second.outcome == "tests pass" and (project / "calc.py").read_text() != before
