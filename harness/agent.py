@@ -112,21 +112,23 @@ class Agent:
         temperature = self.stalls.temperature()
         sampling = {"temperature": temperature, "seed": step} if self.stalls.sampling else \
             {"temperature": temperature}
-        call = dict(model=c.model, messages=messages, max_tokens=c.max_tokens, api_base=c.api_base,
-                    prediction=prediction, **self.completion_kwargs)
+        call = self._call_args(messages, prediction)
         if c.candidates == 1:
             return self._complete(**call, **sampling)
         sampling = {"temperature": max(temperature, c.resample_temperature), "seed": step * c.candidates}
         return client.complete_candidates(c.candidates, **call, **sampling, call=self._complete)
 
+    def _call_args(self, messages: list[dict], prediction: str | None) -> dict:
+        """What every model call of this run passes, sampling aside."""
+        c = self.config
+        return dict(model=c.model, messages=messages, max_tokens=c.max_tokens, api_base=c.api_base,
+                    prediction=prediction, **self.completion_kwargs)
+
     def resample(self, messages: list[dict], prediction: str | None, step: int, repeat):
         """A reply repeating an earlier one is known before anything is applied, so it need not cost a step:
         ask once more, sampled with another seed, and keep that reply; the step counts both calls."""
-        c = self.config
-        again = self._complete(model=c.model, messages=messages, max_tokens=c.max_tokens, api_base=c.api_base,
-                               prediction=prediction, **self.completion_kwargs,
-                               temperature=max(self.stalls.temperature(), c.resample_temperature),
-                               seed=RESAMPLE_SEED + step)
+        again = self._complete(**self._call_args(messages, prediction), seed=RESAMPLE_SEED + step,
+                               temperature=max(self.stalls.temperature(), self.config.resample_temperature))
         return replace(client.combined(repeat, [again]), text=again.text, texts=[again.text])
 
     def pick(self, reply) -> tuple[client.Completion, list[CandidateOutcome]]:
@@ -212,7 +214,7 @@ class Agent:
         under `auto` first choose that reply's format from the files in play, and describe it where the
         prompt has not: in the system message of a `prompt` not sent yet, else before the line."""
         in_play = self.in_play()
-        code = self.code_in_play()  # the code under test comes first
+        code = self.code_in_play(in_play)  # the code under test comes first
         target = code[0] if code else None
         if self.prompt_format.name != "auto":
             return reminder(self.format.name, target)
@@ -240,9 +242,9 @@ class Agent:
         """The files the model has been shown (in full first, then in part) that still exist."""
         return [p for p in dict.fromkeys([*self.seen, *self.shown]) if self.workspace.exists(p)]
 
-    def code_in_play(self) -> list[str]:
-        """in_play without the tests: where an edit naming a missing file may be re-aimed."""
-        return [p for p in self.in_play() if not is_test_path(p)]
+    def code_in_play(self, in_play: list[str] | None = None) -> list[str]:
+        """in_play (given, or worked out) without the tests: where an edit naming a missing file may go."""
+        return [p for p in (self.in_play() if in_play is None else in_play) if not is_test_path(p)]
 
     def _notify(self, event: str, *args) -> None:
         for observer in self.observers:

@@ -19,8 +19,8 @@ from __future__ import annotations
 
 import ast
 import dataclasses
+import functools
 import posixpath
-from collections.abc import Callable
 
 from deltaserve.errors import DeltaserveError
 from deltaserve.tools.search_replace import SearchReplace
@@ -48,17 +48,32 @@ def defined_names(code: str) -> set[str] | None:
     return {n.name for n in ast.walk(tree) if isinstance(n, DEFINITIONS)}
 
 
-def _belongs(edit, text: str) -> bool:
-    """Whether `edit`'s own code points at a file holding `text`."""
+@dataclasses.dataclass
+class _Candidate:
+    """A file in play, its text squashed and its definitions worked out once for all the edits."""
+
+    text: str
+
+    @functools.cached_property
+    def squashed(self) -> str:
+        return _squashed(self.text)
+
+    @functools.cached_property
+    def names(self) -> set[str]:
+        return defined_names(self.text) or set()
+
+
+def _belongs(edit, file: _Candidate) -> bool:
+    """Whether `edit`'s own code points at `file`."""
     if isinstance(edit, SearchReplace):
         search = _squashed(edit.search)
-        return bool(search) and search in _squashed(text)
+        return bool(search) and search in file.squashed
     whole_file = hasattr(edit, "content")
     code = edit.content if whole_file else getattr(edit, "code", None)
     names = defined_names(code) if code else None
     if not names:
         return False
-    present = defined_names(text) or set()
+    present = file.names
     if whole_file:
         return bool(present) and present <= names
     return 2 * len(names & present) >= len(names)
@@ -78,20 +93,21 @@ def _missing(workspace: Workspace, path: str) -> bool:
         return False
 
 
-def repair_paths(edits: list, workspace: Workspace, in_play: list[str],
-                 read: Callable[[str], str] | None = None) -> tuple[list, list[Moved]]:
-    """(edits with missing paths re-aimed where their text singles out one file of `in_play`, the moves)."""
-    read = read or workspace.read_text
-    texts = {p: read(p) for p in in_play if not _missing(workspace, p)}
+def repair_paths(edits: list, workspace: Workspace, in_play: list[str]) -> tuple[list, list[Moved]]:
+    """(edits with missing paths re-aimed where their text singles out one file of `in_play`, the moves).
+    The files are read only when an edit names a missing one (the usual edit names a real file)."""
+    files: dict[str, _Candidate] | None = None
     repaired, moved = [], []
     for edit in edits:
         path = getattr(edit, "path", None)
         if path is None or not _missing(workspace, path):
             repaired.append(edit)
             continue
-        hits = [p for p, text in texts.items() if _belongs(edit, text)]
+        if files is None:
+            files = {p: _Candidate(workspace.read_text(p)) for p in in_play if not _missing(workspace, p)}
+        hits = [p for p, file in files.items() if _belongs(edit, file)]
         if not hits and _may_follow_its_name(edit):
-            hits = [p for p in texts if posixpath.basename(p) == posixpath.basename(path)]
+            hits = [p for p in files if posixpath.basename(p) == posixpath.basename(path)]
         if len(hits) == 1:
             edit = dataclasses.replace(edit, path=hits[0])
             moved.append(Moved(path, hits[0]))
