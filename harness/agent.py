@@ -139,7 +139,8 @@ class Agent:
         def trial(text: str):
             fmt = self.prompt_format if self.plan else self.format  # `auto` reads any format's syntax
             return try_reply(fmt, text, self.workspace.root, self.test_cmd, self.config.test_timeout,
-                             self.config.allow_test_edits, self.sandbox, self.code_in_play())
+                             self.config.allow_test_edits, self.sandbox, self.code_in_play(),
+                             self.seen_in_part())
 
         per_choice = (reply.metrics or {}).get("choices")
         index, outcomes = choose(reply.texts, trial, self.replies, per_choice)
@@ -161,10 +162,12 @@ class Agent:
         as they are now, in whole syntax. The engine drafts from it by position and resyncs after every
         departure, so the unchanged lines of a rewritten file or function (found anywhere in it) are
         accepted instead of decoded one pass each."""
-        if self.format.name not in PREDICTED_FORMATS or not local_provider.is_local(self.model) \
-                or not self.seen:
+        in_play = self.in_play()
+        local = local_provider.is_local(self.model)
+        if not in_play or self.format.name not in PREDICTED_FORMATS or not local:
             return None
-        return whole.render({p: self.workspace.read_text(p) for p in self.seen if self.workspace.exists(p)})
+        # the full text of a file shown in part drafts as well: the draft is matched, never shown
+        return whole.render({p: self.workspace.read_text(p) for p in in_play})
 
     def fitted_first_prompt(self, tests) -> tuple[Prompt, list[context.ContextFile]]:
         """The step-1 prompt with its context caps shrunk (x0.8 at a time) until it leaves room for the
@@ -241,6 +244,10 @@ class Agent:
     def in_play(self) -> list[str]:
         """The files the model has been shown (in full first, then in part) that still exist."""
         return [p for p in dict.fromkeys([*self.seen, *self.shown]) if self.workspace.exists(p)]
+
+    def seen_in_part(self) -> frozenset[str]:
+        """Files shown only as an excerpt or head: a re-typed version of one would drop what was not shown."""
+        return frozenset(p for p in self.shown if p not in self.seen)
 
     def code_in_play(self, in_play: list[str] | None = None) -> list[str]:
         """in_play (given, or worked out) without the tests: where an edit naming a missing file may go."""
@@ -347,7 +354,7 @@ class Agent:
         try:
             # raises before anything is written
             preview = fmt.apply(edits, self.workspace, dry_run=True)
-            refused = refusal(preview, self.workspace, self.config.allow_test_edits)
+            refused = refusal(preview, self.workspace, self.config.allow_test_edits, self.seen_in_part())
             if refused is not None:
                 outcome, told = refused
                 if outcome == "no-op edit":

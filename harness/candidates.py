@@ -36,7 +36,8 @@ class CandidateOutcome(BaseModel):
 
 
 def try_reply(fmt, text: str, root: Path, test_cmd: str, timeout: float, allow_test_edits: bool,
-              sandbox: Sandbox | str = "auto", in_play: list[str] = ()) -> tuple[str, int | None]:
+              sandbox: Sandbox | str = "auto", in_play: list[str] = (),
+              seen_in_part: frozenset[str] = frozenset()) -> tuple[str, int | None]:
     """(outcome, failing tests) of one reply's edits applied to a scratch copy of `root`, its tests run in
     `sandbox` (the agent's); edits naming a missing file are re-aimed among `in_play` as the agent would
     (harness/path_repair.py)."""
@@ -52,7 +53,7 @@ def try_reply(fmt, text: str, root: Path, test_cmd: str, timeout: float, allow_t
         edits, _ = repair_paths(edits, scratch, list(in_play))
         try:
             preview = fmt.apply(edits, scratch, dry_run=True)
-            refused = refusal(preview, scratch, allow_test_edits)
+            refused = refusal(preview, scratch, allow_test_edits, seen_in_part)
             if refused is not None:
                 return refused[0], None
             fmt.apply(edits, scratch)

@@ -1,5 +1,6 @@
 """Which files the model sees first: those named in the failing tests' traceback, those named in the task,
-then definitions of the symbols both mention (grep), within size caps."""
+then definitions of the symbols both mention (grep), within size caps. A file over its cap is shown as an
+excerpt of the code the failing tests reach (excerpt.py), not as its head."""
 
 from __future__ import annotations
 
@@ -7,6 +8,7 @@ import re
 from dataclasses import dataclass
 from pathlib import Path
 
+from deltaserve.harness import excerpt, python_refs
 from deltaserve.harness.prompt import render_file
 from deltaserve.tools.files import grep
 from deltaserve.tools.tests import is_test_path
@@ -14,6 +16,7 @@ from deltaserve.tools.tests import is_test_path
 MAX_FILES = 6
 MAX_FILE_CHARS = 12_000
 MAX_TOTAL_CHARS = 24_000
+TEST_FILE_SHARE = 0.35  # a test file's cap, as a share of max_file_chars
 # Shrinking the caps for a small context window (x0.8 a step) stops at this scale.
 MIN_CONTEXT_SCALE = 0.1
 
@@ -26,13 +29,21 @@ _TRACE_SYMBOL = re.compile(r"(?::\d+: in |, in |\bwhere .* = )([A-Za-z_]\w*)")
 _TASK_SYMBOL = re.compile(r"`([A-Za-z_][\w.]*)(?:\(\))?`"
                           r"|\b([A-Za-z_]\w*(?=\()|[A-Za-z_]\w*_\w+|[a-z]+[A-Z]\w*|[A-Z][a-z]\w{2,})\b")
 MAX_SYMBOLS = 12
+# the line of a frame: `File "/abs/pkg/mod.py", line 3` or `pkg/mod.py:3:`
+_TRACE_LINE = re.compile(r'File "([^"]+)", line (\d+)|(?:^|\s)([\w./\\-]+\.\w+):(\d+)\b', re.MULTILINE)
+# a source line pytest shows with `>` (the failing line), and the calls in it
+_FAILING_LINE = re.compile(r"^>\s+(.*)$", re.MULTILINE)
+_CALL = re.compile(r"\b([A-Za-z_]\w*)\(")
+# `tests/t.py::test_x`, `tests/t.py::TestX::test_y`, `tests/t.py::test_x[param]`
+_TEST_ID = re.compile(r"::(\w+)(?:::(\w+))?")
 
 
 @dataclass(frozen=True)
 class ContextFile:
     path: str
-    content: str  # possibly cut to the size cap
+    content: str  # possibly cut to the size cap: its head, or an excerpt with fold markers
     truncated: bool = False
+    line_numbers: tuple[int | None, ...] | None = None  # an excerpt's true line numbers (None: a marker)
 
 
 def workspace_path(workspace, name: str) -> str | None:
@@ -59,9 +70,26 @@ def paths_in_task(workspace, text: str) -> list[str]:
     return list(dict.fromkeys(p for p in found if p))
 
 
+def lines_in_traceback(workspace, text: str) -> dict[str, set[int]]:
+    """Workspace file -> the line numbers its frames in the test output point at."""
+    found: dict[str, set[int]] = {}
+    for m in _TRACE_LINE.finditer(text):
+        path = workspace_path(workspace, m.group(1) or m.group(3))
+        if path:
+            found.setdefault(path, set()).add(int(m.group(2) or m.group(4)))
+    return found
+
+
+def failing_test_names(test_output: str) -> list[str]:
+    """The test functions (and their classes) the output names by node id."""
+    return list(dict.fromkeys(n for m in _TEST_ID.finditer(test_output) for n in m.groups() if n))
+
+
 def symbols(task: str, test_output: str) -> list[str]:
-    """Function/class names worth looking up: traceback frames, then backticked or code-looking task words."""
+    """Function/class names worth looking up: traceback frames, the calls on the failing lines, then
+    backticked or code-looking task words."""
     names = [m.group(1) for m in _TRACE_SYMBOL.finditer(test_output)]
+    names += [c.group(1) for m in _FAILING_LINE.finditer(test_output) for c in _CALL.finditer(m.group(1))]
     names += [(m.group(1) or m.group(2)).split(".")[-1] for m in _TASK_SYMBOL.finditer(task)]
     return list(dict.fromkeys(n for n in names if n and not n.startswith("test")))[:MAX_SYMBOLS]
 
@@ -82,26 +110,74 @@ def definition_files(workspace, names: list[str]) -> list[str]:
 
 def gather(workspace, task: str, test_output: str = "", max_files: int = MAX_FILES,
            max_file_chars: int = MAX_FILE_CHARS, max_total_chars: int = MAX_TOTAL_CHARS) -> list[ContextFile]:
-    """Traceback files first (where the failure is), then task-named files, then symbol definitions; the
-    code under test before the tests (a small model reads the code first and edits it, not the tests)."""
-    ordered = paths_in_traceback(workspace, test_output) + paths_in_task(workspace, task)
-    ordered += definition_files(workspace, symbols(task, test_output))
-    ordered = sorted(dict.fromkeys(ordered), key=is_test_path)  # stable: each group keeps its order
+    """Traceback files first (where the failure is), then task-named files, then the definitions of the
+    symbols they mention and of what the failing tests call, then the modules those files import; the code
+    under test before the tests (a small model reads the code first and edits it, not the tests). Room is
+    kept for the failing tests."""
+    found = paths_in_traceback(workspace, test_output) + paths_in_task(workspace, task)
+    failing = set(failing_test_names(test_output))
+    texts = _Texts(workspace)
+    names = symbols(task, test_output)
+    for path in (p for p in found if is_test_path(p) and p.endswith(".py")):
+        names += python_refs.called_by(texts.get(path) or "", failing)[:MAX_SYMBOLS]
+    names = [n for n in dict.fromkeys(names) if not n.startswith("test")]
+    found = list(dict.fromkeys(found + definition_files(workspace, names)))
+    imported: dict[str, set[str]] = {}
+    for path in (p for p in found if p.endswith(".py")):
+        for module, taken in python_refs.imported_modules(workspace, path, texts.get(path) or "").items():
+            imported.setdefault(module, set()).update(taken)
+    tests = [p for p in found if is_test_path(p)]
+    code = [p for p in [*found, *imported] if not is_test_path(p)]
+    code = list(dict.fromkeys(code))[: max_files - min(len(tests), 1)]
+    focus_lines = lines_in_traceback(workspace, test_output)
+    test_cap = int(max_file_chars * TEST_FILE_SHARE)  # a long test file: its failing tests matter
+    reserve = min(len(tests), 2) * test_cap
+
     files: list[ContextFile] = []
     total = 0
-    for path in dict.fromkeys(ordered):
-        if len(files) >= max_files or total >= max_total_chars:
-            break
-        try:
-            text = workspace.read_text(path)
-        except ValueError:
-            continue  # binary or unreadable: not context
-        cap = min(max_file_chars, max_total_chars - total)
-        # whole lines
-        shown = text if len(text) <= cap else text[: text.rfind("\n", 0, cap) + 1] or text[:cap]
-        files.append(ContextFile(path, shown, truncated=len(shown) < len(text)))
-        total += len(shown)
+    for path in code + tests:
+        text = texts.get(path)
+        room = max_total_chars - total - (reserve if path in code else 0)
+        if text is None or len(files) >= max_files or room <= 0:
+            continue
+        test = path in tests
+        cap = min(test_cap if test else max_file_chars, room)
+        wanted = failing if test else set(names) | imported.get(path, set())
+        shown = shown_part(path, text, cap, focus_lines.get(path, set()), wanted)
+        if path not in found and shown.truncated and shown.line_numbers is None:
+            continue  # an imported module with nothing in focus: its head would be noise
+        files.append(shown)
+        total += len(shown.content)
     return files
+
+
+class _Texts:
+    """Workspace files read once; None for one that is binary or unreadable (not context)."""
+
+    def __init__(self, workspace):
+        self.workspace = workspace
+        self._read: dict[str, str | None] = {}
+
+    def get(self, path: str) -> str | None:
+        if path not in self._read:
+            try:
+                self._read[path] = self.workspace.read_text(path)
+            except (ValueError, OSError):
+                self._read[path] = None
+        return self._read[path]
+
+
+def shown_part(path: str, text: str, cap: int, focus_lines: set[int], names: set[str]) -> ContextFile:
+    """The file whole when it fits in `cap` characters, else its excerpt, else its head (whole lines)."""
+    if len(text) <= cap:
+        return ContextFile(path, text)
+    cut = excerpt.excerpt(path, text, focus_lines, names, cap)
+    if cut is not None:
+        rows = cut.render(text)
+        return ContextFile(path, "\n".join(line for _, line in rows) + "\n", truncated=True,
+                           line_numbers=tuple(n for n, _ in rows))
+    head = text[: text.rfind("\n", 0, cap) + 1] or text[:cap]
+    return ContextFile(path, head, truncated=True)
 
 
 def render(files: list[ContextFile], numbered: bool) -> str:
@@ -109,8 +185,11 @@ def render(files: list[ContextFile], numbered: bool) -> str:
         return "Repository files: none were found from the task or the test output; use VIEW or GREP."
     parts = ["Repository files:"]
     for f in files:
-        parts.append(render_file(f.path, f.content, numbered))
-        if f.truncated:
+        parts.append(render_file(f.path, f.content, numbered, line_numbers=f.line_numbers))
+        if f.line_numbers is not None:
+            parts.append(f"({f.path} is longer: shown above are the parts the failing tests reach; VIEW it "
+                         "with a line range to see a folded part.)")
+        elif f.truncated:
             parts.append(f"({f.path} is longer; VIEW it with a line range to see the rest.)")
     return "\n\n".join(parts)
 

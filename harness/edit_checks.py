@@ -1,20 +1,26 @@
 """Edits refused before anything is written, whatever the format: edits to test files (unless allowed),
 edits that copy the instructions' example back (a new file under the placeholder `path/to/`), edits that
-leave a file blank (an empty code fence; deleting a file is another edit), and edits that leave every file
-as it was (a REPLACE identical to its SEARCH, the same file re-typed)."""
+leave a file blank (an empty code fence; deleting a file is another edit), edits that copy an excerpt's
+fold marker into the code or re-type a file shown only in part without its folded lines, and edits that
+leave every file as it was (a REPLACE identical to its SEARCH, the same file re-typed)."""
 
 from __future__ import annotations
 
 from deltaserve.harness import feedback
+from deltaserve.harness.excerpt import has_fold_marker
 from deltaserve.tools.patch import PatchResult
 from deltaserve.tools.tests import is_test_path
 from deltaserve.tools.workspace import Workspace
 
 PLACEHOLDER_DIR = "path/to/"  # the folder of every format's example path (harness/formats/)
+# A file seen only in part, re-typed with fewer than this share of its lines: the folded lines were dropped
+KEPT_LINES_MIN = 0.5
 
 
-def refusal(preview: PatchResult, workspace: Workspace, allow_test_edits: bool) -> tuple[str, str] | None:
-    """(outcome, feedback for the model) when the previewed edits must not be applied, else None."""
+def refusal(preview: PatchResult, workspace: Workspace, allow_test_edits: bool,
+            seen_in_part: frozenset[str] = frozenset()) -> tuple[str, str] | None:
+    """(outcome, feedback for the model) when the previewed edits must not be applied, else None.
+    `seen_in_part`: files the model has been shown only as an excerpt or head."""
     tests = [p for p in preview.files_changed if is_test_path(p)]
     if tests and not allow_test_edits:
         return "test edit refused", feedback.test_edits_refused(tests)
@@ -28,6 +34,12 @@ def refusal(preview: PatchResult, workspace: Workspace, allow_test_edits: bool) 
              if text is not None and not text.strip() and (old[p] is None or old[p].strip())]
     if blank:
         return "empty file", feedback.empty_files(blank)
+    folded = [p for p, text in preview.new_contents.items()
+              if text is not None and has_fold_marker(text) and not has_fold_marker(old[p] or "")]
+    shrunk = [p for p, text in preview.new_contents.items() if p in seen_in_part and text is not None
+              and old[p] and text.count("\n") < KEPT_LINES_MIN * old[p].count("\n")]
+    if folded or shrunk:
+        return "partial file", feedback.partial_files(folded + [p for p in shrunk if p not in folded])
     if all(text is not None and text == old[p] for p, text in preview.new_contents.items()):
         return "no-op edit", feedback.no_op_edits(list(preview.new_contents) or ["the files"])
     return None

@@ -92,6 +92,12 @@ def example_copied(files: list[str]) -> str:
             "above) and its new code.")
 
 
+def partial_files(files: list[str]) -> str:
+    return (f"Your edits would drop the lines of {', '.join(files)} that were not shown to you (marked "
+            "\"⋮ lines ... not shown\"); nothing was changed. Write only the functions or lines you change, "
+            "never a fold marker, or VIEW the folded lines first.")
+
+
 def empty_files(files: list[str]) -> str:
     return (f"Your edits leave {', '.join(files)} empty (its code fence holds nothing; was the code written "
             "outside the fence?); nothing was changed. Write the path alone on one line, then a line with "

@@ -21,12 +21,16 @@ GREP regex                   (search every file)
 You will then see the result, the outcome of applying your edits, and the test output."""
 
 
-def render_file(path: str, content: str, numbered: bool, first_line: int = 1) -> str:
-    """A file as the model sees it: its path, then its text in a fence (line-numbered for diff formats)."""
+def render_file(path: str, content: str, numbered: bool, first_line: int = 1,
+                line_numbers: tuple[int | None, ...] | None = None) -> str:
+    """A file as the model sees it: its path, then its text in a fence (line-numbered for diff formats).
+    `line_numbers`: each line's own number (an excerpt's; None for a fold marker), else from first_line."""
     lines = content.splitlines()
     if numbered:
-        width = len(str(first_line + len(lines) - 1))
-        lines = [f"{n:>{width}} | {line}" for n, line in enumerate(lines, start=first_line)]
+        numbers = line_numbers or range(first_line, first_line + len(lines))
+        width = len(str(max((n for n in numbers if n is not None), default=1)))
+        lines = [f"{n:>{width}} | {line}" if n is not None else f"{'':>{width}}   {line}"
+                 for n, line in zip(numbers, lines, strict=True)]
     fence = fence_for(lines)
     return f"{path}\n{fence}\n" + "\n".join(lines) + f"\n{fence}"
 

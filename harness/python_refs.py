@@ -1,0 +1,77 @@
+"""What a Python file points at, for choosing context: the workspace modules it imports (with the names it
+takes from each), and the names its failing test functions call."""
+
+from __future__ import annotations
+
+import ast
+from pathlib import PurePosixPath
+
+# where a top-level package may live in a workspace: its root, or a src/ layout
+PACKAGE_ROOTS = ("", "src/")
+
+
+def _parse(text: str) -> ast.Module | None:
+    try:
+        return ast.parse(text)
+    except SyntaxError:
+        return None
+
+
+def _module_file(workspace, dotted: str) -> str | None:
+    base = dotted.replace(".", "/")
+    for root in PACKAGE_ROOTS:
+        for candidate in (f"{root}{base}.py", f"{root}{base}/__init__.py"):
+            if workspace.exists(candidate):
+                return workspace.relpath(candidate)
+    return None
+
+
+def _absolute(path: str, node: ast.ImportFrom) -> str | None:
+    """The dotted module an ImportFrom names, relative imports resolved against `path`'s package."""
+    if not node.level:
+        return node.module
+    package = PurePosixPath(path).parent.parts
+    if node.level - 1 > len(package):
+        return None
+    parts = list(package[: len(package) - (node.level - 1)])
+    return ".".join([*parts, *(node.module.split(".") if node.module else [])]) or None
+
+
+def imported_modules(workspace, path: str, text: str) -> dict[str, set[str]]:
+    """Workspace file -> the names `path` imports from it (empty for `import pkg.mod`), in import order.
+    `from pkg import name` where name is a submodule counts as importing that submodule."""
+    tree = _parse(text)
+    found: dict[str, set[str]] = {}
+    for node in (tree.body if tree else []):
+        if isinstance(node, ast.Import):
+            for alias in node.names:
+                target = _module_file(workspace, alias.name)
+                if target:
+                    found.setdefault(target, set())
+        elif isinstance(node, ast.ImportFrom):
+            dotted = _absolute(path, node)
+            target = _module_file(workspace, dotted) if dotted else None
+            for alias in node.names:
+                submodule = _module_file(workspace, f"{dotted}.{alias.name}") if dotted else None
+                if submodule:
+                    found.setdefault(submodule, set())
+                elif target:
+                    found.setdefault(target, set()).add(alias.name)
+    found.pop(workspace.relpath(path) if workspace.exists(path) else path, None)
+    return found
+
+
+def called_by(text: str, functions: set[str]) -> list[str]:
+    """The names the named functions (test functions, methods of test classes) call, in order."""
+    tree = _parse(text)
+    calls: list[str] = []
+    for node in ast.walk(tree) if tree else ():
+        if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef) and node.name in functions:
+            for sub in ast.walk(node):
+                if isinstance(sub, ast.Call):
+                    func = sub.func
+                    name = func.id if isinstance(func, ast.Name) else \
+                        func.attr if isinstance(func, ast.Attribute) else None
+                    if name:
+                        calls.append(name)
+    return list(dict.fromkeys(calls))
