@@ -242,8 +242,9 @@ class Agent:
         return "\n\n".join(filter(None, [auto.switch_note(name), line]))
 
     def in_play(self) -> list[str]:
-        """The files the model has been shown (in full first, then in part) that still exist."""
-        return [p for p in dict.fromkeys([*self.seen, *self.shown]) if self.workspace.exists(p)]
+        """The files the model has been shown that still exist: the first prompt's in its order (where the
+        failure is first), then those it has seen since (viewed, edited)."""
+        return [p for p in dict.fromkeys([*self.shown, *self.seen]) if self.workspace.exists(p)]
 
     def seen_in_part(self) -> frozenset[str]:
         """Files shown only as an excerpt or head: a re-typed version of one would drop what was not shown."""

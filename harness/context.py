@@ -125,7 +125,8 @@ def gather(workspace, task: str, test_output: str = "", max_files: int = MAX_FIL
     imported: dict[str, set[str]] = {}
     for path in (p for p in found if p.endswith(".py")):
         for module, taken in python_refs.imported_modules(workspace, path, texts.get(path) or "").items():
-            imported.setdefault(module, set()).update(taken)
+            if module in found or python_refs.defines_code(texts.get(module) or ""):
+                imported.setdefault(module, set()).update(taken)
     tests = [p for p in found if is_test_path(p)]
     code = [p for p in [*found, *imported] if not is_test_path(p)]
     code = list(dict.fromkeys(code))[: max_files - min(len(tests), 1)]

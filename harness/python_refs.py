@@ -61,6 +61,20 @@ def imported_modules(workspace, path: str, text: str) -> dict[str, set[str]]:
     return found
 
 
+def defines_code(text: str) -> bool:
+    """Whether a module defines anything (a function, class or variable besides `__all__`); a package's
+    `__init__` that only re-exports does not, and showing it would only point the model at the wrong file."""
+    tree = _parse(text)
+    for node in (tree.body if tree else []):
+        if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef):
+            return True
+        if isinstance(node, ast.Assign | ast.AnnAssign):
+            targets = node.targets if isinstance(node, ast.Assign) else [node.target]
+            if any(not (isinstance(t, ast.Name) and t.id == "__all__") for t in targets):
+                return True
+    return False
+
+
 def called_by(text: str, functions: set[str]) -> list[str]:
     """The names the named functions (test functions, methods of test classes) call, in order."""
     tree = _parse(text)

@@ -9,7 +9,8 @@
     >>>>>>> REPLACE
     ```
 
-(the arrows may be missing: `SEARCH`, `=======`, `REPLACE` alone on their lines are read the same). The
+(the arrows may be missing: `SEARCH`, `=======`, `REPLACE` alone on their lines are read the same; a path
+in place of the word, `<<<<<<< path/to/file.py`, opens a block for that file). The
 filename is the nearest non-fence line above the block (or a path in the fence's info string); a block
 with no filename above it continues the previous block's file, as in aider. Prose and fences around blocks
 are ignored. A block becomes a hunk via difflib (equal lines -> context, the rest
@@ -30,7 +31,9 @@ from deltaserve.tools.textfile import split_lines
 
 # Small models write the markers loosely: `SEARCH` / `=======` / `REPLACE` alone on a line without the
 # arrows, or aider's older ORIGINAL / UPDATED words. A bare word must be the whole line (never prose).
-_SEARCH = re.compile(r"^\s*(?:<{5,9}\s*(?:SEARCH|ORIGINAL)\b.*|(?:SEARCH|ORIGINAL):?)\s*$")
+# `<<<<<<< pkg/mod.py`: the path in place of the word
+_SEARCH = re.compile(r"^\s*(?:<{5,9}\s*(?:SEARCH|ORIGINAL)\b.*|(?:SEARCH|ORIGINAL):?"
+                     r"|<{7}\s*(?P<path>\S+))\s*$")
 _DIVIDER = re.compile(r"^\s*={5,9}\s*$")
 _REPLACE = re.compile(r"^\s*(?:>{5,9}\s*(?:REPLACE|UPDATED)\b.*|(?:REPLACE|UPDATED):?)\s*$")
 
@@ -64,10 +67,21 @@ def _filename_above(lines: list[str], i: int, previous: str | None) -> str | Non
     return previous
 
 
+def _opening(line: str) -> str | None:
+    """The path a SEARCH line names (`<<<<<<< pkg/mod.py`), "" for a plain SEARCH line, None for no SEARCH
+    line (`<<<<<<< HEAD`, a conflict marker, names no file)."""
+    m = _SEARCH.match(line)
+    if not m:
+        return None
+    if not m["path"]:
+        return ""
+    return looks_like_path(m["path"])
+
+
 def _next_marker(lines: list[str], start: int) -> int:
     """Index of the first SEARCH, ======= or REPLACE line from `start` on (len(lines) when there is none)."""
     for j in range(start, len(lines)):
-        if _SEARCH.match(lines[j]) or _DIVIDER.match(lines[j]) or _REPLACE.match(lines[j]):
+        if _opening(lines[j]) is not None or _DIVIDER.match(lines[j]) or _REPLACE.match(lines[j]):
             return j
     return len(lines)
 
@@ -80,11 +94,12 @@ def parse_search_replace_blocks(text: str) -> list[SearchReplace]:
     previous: str | None = None
     i = 0
     while i < len(lines):
-        if not _SEARCH.match(lines[i]):
+        opening = _opening(lines[i])
+        if opening is None:
             i += 1
             continue
         n = len(blocks) + 1
-        path = _filename_above(lines, i, previous)
+        path = opening or _filename_above(lines, i, previous)
         if path is None:
             raise PatchError(
                 f"SEARCH/REPLACE block {n} has no file name; put the file's path alone on the line "

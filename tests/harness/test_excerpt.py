@@ -4,6 +4,7 @@ edits that would drop what was folded."""
 from deltaserve.harness import context, excerpt
 from deltaserve.harness.edit_checks import refusal
 from deltaserve.harness.prompt import render_file
+from deltaserve.harness.python_refs import defines_code
 from deltaserve.tools.patch import write_file
 from deltaserve.tools.workspace import Workspace
 
@@ -96,3 +97,8 @@ def test_edits_that_drop_folded_lines_are_refused(tmp_path):
     fixed = write_file(ws, "calc.py", MODULE.replace("if self.tokens:", "while self.tokens:"), dry_run=True)
     assert refusal(fixed, ws, False, seen_in_part=frozenset({"calc.py"})) is None
     assert (tmp_path / "calc.py").read_text() == MODULE  # nothing written
+
+
+def test_a_package_init_that_only_reexports_is_not_context():
+    assert not defines_code('"""pkg."""\nfrom .core import a, b\n\n__all__ = ["a", "b"]\n')
+    assert defines_code("from .core import a\n\nDEFAULT = a()\n")

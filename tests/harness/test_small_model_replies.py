@@ -27,6 +27,8 @@ def reply(name: str) -> str:
 @pytest.mark.parametrize(("fmt", "sample"), [
     ("search_replace", "sr_bare_markers.txt"),
     ("search_replace", "sr_path_inside_fence.txt"),
+    ("search_replace", "sr_path_as_search_marker.txt"),
+    ("symbol", "sr_path_as_search_marker.txt"),
     ("whole", "whole_path_as_comment.txt"),
     ("whole", "whole_path_in_info.txt"),
     ("symbol", "symbol_function.txt"),
