@@ -106,8 +106,8 @@ class Agent:
         return self._counter(text)
 
     def complete(self, messages: list[dict], prediction: str | None, step: int = 1):
-        """One reply, or with `candidates` > 1 that many (Completion.texts), sampled: identical candidates
-        would be worthless."""
+        """One reply, or with `candidates` > 1 that many (Completion.texts): the greedy one and the rest
+        sampled (identical candidates would be worthless), all sampled once the run has stalled."""
         c = self.config
         temperature = self.stalls.temperature()
         sampling = {"temperature": temperature, "seed": step} if self.stalls.sampling else \
@@ -115,8 +115,14 @@ class Agent:
         call = self._call_args(messages, prediction)
         if c.candidates == 1:
             return self._complete(**call, **sampling)
-        sampling = {"temperature": max(temperature, c.resample_temperature), "seed": step * c.candidates}
-        return client.complete_candidates(c.candidates, **call, **sampling, call=self._complete)
+        sampled = {"temperature": max(temperature, c.resample_temperature), "seed": step * c.candidates}
+        if self.stalls.sampling:  # after a stall a greedy reply would repeat itself: sample them all
+            return client.complete_candidates(c.candidates, **call, **sampled, call=self._complete)
+        # the greedy reply is the model's best single guess (tried first); the others sample around it.
+        # It goes first, so the sampled requests find the whole prompt in the prefix cache.
+        greedy = self._complete(**call, **sampling)
+        others = client.complete_candidates(c.candidates - 1, **call, **sampled, call=self._complete)
+        return client.combined(greedy, [others])
 
     def _call_args(self, messages: list[dict], prediction: str | None) -> dict:
         """What every model call of this run passes, sampling aside."""

@@ -114,12 +114,25 @@ def combined(first: Completion, more: list[Completion]) -> Completion:
     computed = [None if c.cached_tokens is None or c.prompt_tokens is None
                 else c.prompt_tokens - c.cached_tokens for c in everyone]
     cached = None if None in computed else first.prompt_tokens - sum(computed)
-    return replace(first, cached_tokens=cached, completion_tokens=total("completion_tokens"),
+    own = [_per_choice(c) for c in everyone]
+    metrics = first.metrics if None in own else {**(first.metrics or {}), "choices": sum(own, [])}
+    return replace(first, cached_tokens=cached, completion_tokens=total("completion_tokens"), metrics=metrics,
                    decode_s=total("decode_s"), decode_passes=total("decode_passes"),
                    accepted_draft_tokens=total("accepted_draft_tokens"),
                    rejected_draft_tokens=total("rejected_draft_tokens"),
                    latency_s=sum(c.latency_s for c in everyone),
                    texts=[t for c in everyone for t in c.texts])
+
+
+def _per_choice(c: Completion) -> list[dict] | None:
+    """Each of a call's replies' own counts (texts order): the server's per-choice metrics, or the call's
+    totals when it sent one reply; None when unknown."""
+    own = (c.metrics or {}).get("choices")
+    if own and len(own) == len(c.texts):
+        return list(own)
+    if len(c.texts) == 1:
+        return [{"completion_tokens": c.completion_tokens, "decode_passes": c.decode_passes}]
+    return None
 
 
 def _streamed(model: str, call: dict[str, Any], t0: float) -> Completion:

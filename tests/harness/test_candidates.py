@@ -14,10 +14,12 @@ NOOP = "calc.py\n```python\ndef add(a, b):\n    return a - b\n```\n"
 RIGHT = "calc.py\n```python\ndef add(a, b):\n    return a + b\n```\n"
 
 
-def scripted(texts: list[str], calls: list[dict]):
-    """One call answering with every text as a choice; usage as a provider would report it."""
+def scripted(replies: list[str], calls: list[dict]):
+    """Calls answering with the next `n` replies as choices; usage as a provider would report it."""
     def call(**kwargs):
         calls.append(kwargs)
+        done = sum(c.get("n", 1) for c in calls[:-1])
+        texts = replies[done : done + kwargs.get("n", 1)]
         prompt = litellm.token_counter(model=MODEL, messages=kwargs["messages"])
         choices = [{"index": i, "message": {"role": "assistant", "content": t}, "finish_reason": "stop"}
                    for i, t in enumerate(texts)]
@@ -44,7 +46,9 @@ def test_the_passing_candidate_is_kept_and_every_candidate_counted(project, quic
     assert step.candidates[0].failing == 1
     assert step.completion_tokens == 60 and step.decode_passes == 45  # all three decodes
     assert step.decode_passes_saved == step.whole_file_tokens - 45
-    assert calls[0]["n"] == 3 and calls[0]["temperature"] > 0  # samples, not three greedy copies
+    # the greedy reply, then two samples (not three greedy copies) in one request
+    assert "n" not in calls[0] and not calls[0].get("temperature")
+    assert calls[1]["n"] == 2 and calls[1]["temperature"] > 0
     assert (project / "calc.py").read_text().count("a + b") == 1  # only the kept edit reached the workspace
     assert '"outcome":"no-op edit"' in (tmp_path / "t.jsonl").read_text()  # per-candidate outcomes traced
 
