@@ -4,6 +4,10 @@ A model that rewrites one function in full needs to copy nothing exactly: each t
 the new code replaces the definition of the same qualified name (`name`, or `Class.method` for a method,
 found by its name when it is the only one so called) over its line span, decorators included; the
 replacement is re-indented to where the old one stood, and keeps the old decorators when it brings none.
+A class written with only some of the methods it has (a model shown part of a file writes the class line
+and the method it fixes) edits those members: each method replaces its namesake or is added at the class's
+end, new class-level statements replace the old ones above the first method, and the methods it leaves out
+stay (removing a method is a SEARCH/REPLACE edit).
 Imports in the new code that the module lacks are added after its last top-level import; definitions the
 module does not have yet are appended at its end. The result must parse, or nothing is returned.
 """
@@ -28,7 +32,7 @@ class _Span:
 
 
 def _span(node: ast.AST, lines: list[str]) -> _Span:
-    first = min([node.lineno, *(d.lineno for d in node.decorator_list)])
+    first = _first(node)
     line = lines[first - 1]
     return _Span(first - 1, node.end_lineno, line[: len(line) - len(line.lstrip())],
                  bool(node.decorator_list))
@@ -65,7 +69,7 @@ def _locate(name: str, known: dict[str, ast.AST], path: str) -> str | None:
 
 
 def _new_text(node: ast.AST, new_lines: list[str], keep_decorators: list[str], indent: str) -> list[str]:
-    first = min([node.lineno, *(d.lineno for d in node.decorator_list)])
+    first = _first(node)
     body = textwrap.dedent("\n".join(new_lines[first - 1 : node.end_lineno])).split("\n")
     if not node.decorator_list:
         body = keep_decorators + body
@@ -77,6 +81,60 @@ def _missing_imports(new_tree: ast.Module, new_lines: list[str], source_lines: l
     imports = [n for n in new_tree.body if isinstance(n, ast.Import | ast.ImportFrom)]
     text = ["\n".join(new_lines[n.lineno - 1 : n.end_lineno]) for n in imports]
     return [t for t in text if t.strip() not in present]
+
+
+def _replacement(node: ast.AST, old: ast.AST, new_lines: list[str],
+                 lines: list[str]) -> tuple[_Span, list[str]]:
+    """The old definition's span and the new one's text for it, re-indented, keeping old decorators."""
+    span = _span(old, lines)
+    old_decorators = [line.strip() and line[len(span.indent):] for line in lines[span.start : old.lineno - 1]]
+    return span, _new_text(node, new_lines, old_decorators, span.indent)
+
+
+def _methods(node: ast.ClassDef) -> list[ast.AST]:
+    return [child for child in node.body if isinstance(child, _DEFINITION)]
+
+
+def _leaves_out_methods(new: ast.ClassDef, old: ast.ClassDef) -> bool:
+    return bool({m.name for m in _methods(old)} - {m.name for m in _methods(new)})
+
+
+def _member_edits(new: ast.ClassDef, old: ast.ClassDef, new_lines: list[str],
+                  lines: list[str]) -> list[tuple[_Span, list[str]]]:
+    """A partial class's edits of the old class: its methods by name, its class-level statements (those
+    above its first method, when it has any besides a docstring) over the old ones."""
+    old_methods = {m.name: m for m in _methods(old)}
+    body_line = lines[old.body[0].lineno - 1]
+    member_indent = body_line[: len(body_line) - len(body_line.lstrip())]
+    edits = []
+    for method in _methods(new):
+        if method.name in old_methods:
+            edits.append(_replacement(method, old_methods[method.name], new_lines, lines))
+        else:  # a new method: after the class's last line
+            body = textwrap.dedent("\n".join(new_lines[_first(method) - 1 : method.end_lineno])).split("\n")
+            edits.append((_Span(old.end_lineno, old.end_lineno, member_indent, False),
+                          [""] + [member_indent + line if line.strip() else "" for line in body]))
+    statements = [c for c in new.body if not isinstance(c, _DEFINITION)]
+    if statements and not (len(statements) == 1 and _is_docstring(statements[0])):
+        first_new = min((_first(m) for m in _methods(new)), default=new.end_lineno + 1)
+        first_old = min((_first(m) for m in _methods(old)), default=old.end_lineno + 1)
+        header = textwrap.dedent("\n".join(new_lines[new.body[0].lineno - 1 : first_new - 1])).rstrip()
+        # the old docstring stays unless the new statements bring their own
+        keep_doc = _is_docstring(old.body[0]) and not _is_docstring(new.body[0])
+        start = old.body[0].end_lineno if keep_doc else old.body[0].lineno - 1
+        text = [member_indent + line if line.strip() else "" for line in header.split("\n")]
+        edits.append((_Span(start, first_old - 1, member_indent, False), [""] * keep_doc + text + [""]))
+    return edits
+
+
+def _first(node: ast.AST) -> int:
+    """A definition's first line: its first decorator's."""
+    return min([node.lineno, *(d.lineno for d in node.decorator_list)])
+
+
+def _is_docstring(node: ast.AST) -> bool:
+    return isinstance(node, ast.Expr) and isinstance(node.value, ast.Constant) \
+        and isinstance(node.value.value, str)
 
 
 def replace_symbols(source: str, new_code: str, path: str = "<file>") -> str:
@@ -94,13 +152,14 @@ def replace_symbols(source: str, new_code: str, path: str = "<file>") -> str:
         target = _locate(node.name, known, path)
         if target is None:
             appended += ["", "", *textwrap.dedent("\n".join(
-                new_lines[min([node.lineno, *(d.lineno for d in node.decorator_list)]) - 1
+                new_lines[_first(node) - 1
                           : node.end_lineno])).split("\n")]
             continue
-        span = _span(known[target], lines)
-        old_decorators = [line.strip() and line[len(span.indent):] for line in lines[span.start
-                          : known[target].lineno - 1]]
-        replaced.append((span, _new_text(node, new_lines, old_decorators, span.indent)))
+        if isinstance(node, ast.ClassDef) and isinstance(known[target], ast.ClassDef) \
+                and _leaves_out_methods(node, known[target]):
+            replaced += _member_edits(node, known[target], new_lines, lines)
+            continue
+        replaced.append(_replacement(node, known[target], new_lines, lines))
     if not replaced and not appended:
         raise PatchError(f"The code for {path} defines no function or class; write the complete new version "
                          "of each function or class you change.", path)

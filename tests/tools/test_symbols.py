@@ -50,9 +50,22 @@ def test_new_imports_go_after_the_imports_and_new_functions_at_the_end():
 
 
 def test_a_whole_class_replaces_the_class():
-    new = "class Stack:\n    def __init__(self):\n        self.items = [None]\n"
+    new = ("class Stack:\n    def __init__(self):\n        self.items = [None]\n\n    @property\n"
+           "    def top(self):\n        return self.items[0]\n\n    def push(self, x):\n        pass\n")
     out = replace_symbols(MODULE, new)
-    assert "def push" not in out and "[None]" in out
+    assert "[None]" in out and "insert" not in out and out.count("def push") == 1
+
+
+def test_a_class_written_with_some_of_its_methods_edits_only_those():
+    new = ("class Stack:\n    LIMIT = 10\n\n    def push(self, x):\n        self.items.append(x)\n\n"
+           "    def pop(self):\n        return self.items.pop()\n")
+    out = replace_symbols(MODULE, new)
+    tree = ast.parse(out)
+    stack = next(n for n in tree.body if isinstance(n, ast.ClassDef))
+    assert [type(n).__name__ for n in stack.body] == ["Assign", "FunctionDef", "FunctionDef", "FunctionDef",
+                                                     "FunctionDef"]
+    assert [n.name for n in stack.body[1:]] == ["__init__", "top", "push", "pop"]  # nothing left out is lost
+    assert "self.items.append(x)" in out and "insert" not in out and out.count("@property") == 1
 
 
 @pytest.mark.parametrize("code", ["def area(r):\n  return (\n", "x = 1\n"])
