@@ -20,7 +20,7 @@ from deltaserve.harness.config import AgentConfig, default_test_cmd
 from deltaserve.harness.console_view import ConsoleView
 from deltaserve.harness.edit_checks import refusal
 from deltaserve.harness.events import AgentObserver, RunStart, StepDetails
-from deltaserve.harness.fault_hints import fault_hint
+from deltaserve.harness.fault_hints import fault_hint, quoted_tests
 from deltaserve.harness.format_choice import FormatPlan
 from deltaserve.harness.formats import auto, whole
 from deltaserve.harness.formats.reminders import reminder
@@ -378,8 +378,9 @@ class Agent:
             return make(action="edit", outcome="no-op edit", apply=applied), StepDetails(told)
         except ToolError as exc:
             applied = ApplyOutcome(ok=False, error=exc.message, dry_run=dry_run)
+            quoted = quoted_tests(edits, self.workspace, self.in_play())
             return (make(action="edit", outcome="apply failed", apply=applied),
-                    StepDetails(feedback.unapplied_edits(exc.message)))
+                    StepDetails(feedback.unapplied_edits(exc.message, quoted)))
         return self._applied(result, make)
 
     def parse_reply(self, text: str) -> tuple[list, formats.EditFormat]:

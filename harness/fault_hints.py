@@ -75,3 +75,18 @@ def fault_hint(workspace, files: list[str], test_output: str, task: str) -> str:
         parts.append(f"The traceback passes through {', '.join(sites)}; the line it stops at is where the "
                      "wrong value shows, the fault is in the code that produced it.")
     return " ".join(parts)
+
+
+def quoted_tests(edits: list, workspace, in_play: list[str]) -> list[str]:
+    """The test files in play that hold an edit's SEARCH text while the edit names another file: a model
+    that copies the failing assertion into a SEARCH block means to change the test, and is told where that
+    text comes from instead of only that it was not found."""
+    found = []
+    for edit in edits:
+        search = " ".join(getattr(edit, "search", "").split())
+        if not search or is_test_path(getattr(edit, "path", "")):
+            continue
+        for path in (p for p in in_play if is_test_path(p) and workspace.exists(p)):
+            if search in " ".join(workspace.read_text(path).split()) and path not in found:
+                found.append(path)
+    return found

@@ -49,8 +49,12 @@ def unreadable_edits(error: object) -> str:
     return f"Your edits could not be read; nothing was changed.\n{error}"
 
 
-def unapplied_edits(error: object) -> str:
-    return f"Your edits could not be applied; nothing was changed.\n{error}"
+def unapplied_edits(error: object, quoted_tests: list[str] = ()) -> str:
+    told = f"Your edits could not be applied; nothing was changed.\n{error}"
+    if quoted_tests:
+        told += (f"\nYour SEARCH text is from {', '.join(quoted_tests)}, the tests, which are right. Search "
+                 "for lines of the code they call and change those.")
+    return told
 
 
 def no_edits(format_instructions: str) -> str:

@@ -139,3 +139,11 @@ def test_a_reply_cut_off_inside_its_code_block_writes_nothing(project, quick_tes
     assert first.outcome == "cut off" and not first.apply.ok
     assert "cut off at the 1024-token limit" in agent.prompts[1][-1]["content"]
     assert second.outcome == "tests pass" and (project / "calc.py").read_text() != before
+
+
+def test_search_text_copied_from_the_tests_is_named_as_such(project, test_cmd):
+    replies = [reply("sr_test_lines_for_the_code.txt"), reply("sr_bare_markers.txt")]
+    _, report, calls = run(project, test_cmd, replies, edit_format="search_replace")
+    assert [s.outcome for s in report.steps] == ["apply failed", "tests pass"]
+    told = calls[1]["messages"][-1]["content"]
+    assert "Your SEARCH text is from test_calc.py, the tests" in told
