@@ -21,6 +21,8 @@ import heapq
 import re
 from dataclasses import dataclass
 
+from deltaserve.tools.symbols import first_line
+
 FOLD = "⋮"  # starts every fold marker: text no real source line starts with, so a copied one is caught
 WINDOW_LINES = 12  # lines either side of a focus line in a file that is not Python
 CALL_STEP, REFERENCE_STEP = 1, 3  # how much farther a definition is than the one that calls / reads it
@@ -106,10 +108,6 @@ def _annotations(node: ast.AST) -> list[ast.AST]:
     return []
 
 
-def _first_line(node: ast.AST) -> int:
-    return min([node.lineno, *(d.lineno for d in getattr(node, "decorator_list", []))])
-
-
 def _units(tree: ast.Module) -> list[_Unit]:
     """Top-level definitions and assignments, and the methods of classes, each with the names it uses. A
     class's own unit is its header: from its first line to the line before its first method."""
@@ -123,18 +121,18 @@ def _units(tree: ast.Module) -> list[_Unit]:
                     units.append(_Unit(name, node.lineno, node.end_lineno, _uses(node.value or target)))
         elif isinstance(node, ast.ClassDef):
             methods = [child for child in node.body if isinstance(child, defs)]
-            header_end = _first_line(methods[0]) - 1 if methods else node.end_lineno
+            header_end = first_line(methods[0]) - 1 if methods else node.end_lineno
             header_uses: dict[str, int] = {}
             for part in (c for c in [*node.bases, *node.body] if c not in methods):
                 header_uses = _uses(part) | header_uses
-            cls = _Unit(node.name, _first_line(node), header_end, header_uses, is_class=True)
+            cls = _Unit(node.name, first_line(node), header_end, header_uses, is_class=True)
             units.append(cls)
             for child in methods:
-                units.append(_Unit(child.name, _first_line(child), child.end_lineno, _uses(child), cls))
+                units.append(_Unit(child.name, first_line(child), child.end_lineno, _uses(child), cls))
                 if child.name == "__init__":
                     cls.init = units[-1]
         elif isinstance(node, defs):
-            units.append(_Unit(node.name, _first_line(node), node.end_lineno, _uses(node)))
+            units.append(_Unit(node.name, first_line(node), node.end_lineno, _uses(node)))
     return units
 
 
@@ -169,7 +167,7 @@ def python_excerpt(text: str, focus_lines: set[int], names: set[str], cap: int) 
         return True
 
     # the module docstring and imports: first when they are short, else last if they still fit
-    header_end = min((_first_line(n) for n in tree.body if not isinstance(n, ast.Import | ast.ImportFrom
+    header_end = min((first_line(n) for n in tree.body if not isinstance(n, ast.Import | ast.ImportFrom
                       | ast.Expr)), default=len(source)) - 1
     header_first = sum(len(line) + 1 for line in source[:header_end]) <= HEADER_SHARE * cap
     if header_end >= 1 and header_first:

@@ -81,12 +81,10 @@ def quoted_tests(edits: list, workspace, in_play: list[str]) -> list[str]:
     """The test files in play that hold an edit's SEARCH text while the edit names another file: a model
     that copies the failing assertion into a SEARCH block means to change the test, and is told where that
     text comes from instead of only that it was not found."""
-    found = []
-    for edit in edits:
-        search = " ".join(getattr(edit, "search", "").split())
-        if not search or is_test_path(getattr(edit, "path", "")):
-            continue
-        for path in (p for p in in_play if is_test_path(p) and workspace.exists(p)):
-            if search in " ".join(workspace.read_text(path).split()) and path not in found:
-                found.append(path)
-    return found
+    searches = [" ".join(getattr(e, "search", "").split()) for e in edits
+                if not is_test_path(getattr(e, "path", ""))]
+    if not any(searches):
+        return []
+    tests = {p: " ".join(workspace.read_text(p).split()) for p in in_play
+             if is_test_path(p) and workspace.exists(p)}  # each read once, whitespace made single spaces
+    return [p for p, text in tests.items() if any(s and s in text for s in searches)]

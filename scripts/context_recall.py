@@ -29,13 +29,14 @@ def changed_lines(diff_text: str) -> dict[str, set[int]]:
     for patched in PatchSet(diff_text):
         lines = found.setdefault(patched.path, set())
         for hunk in patched:
-            previous = hunk.source_start
+            if hunk.removed:
+                lines.update(line.source_line_no for line in hunk if line.is_removed)
+                continue
+            previous = hunk.source_start  # a pure insertion: the old line before each added one
             for line in hunk:
-                if line.is_removed:
-                    lines.add(line.source_line_no)
-                elif line.is_added and not any(x.is_removed for x in hunk):
+                if line.is_added:
                     lines.add(previous)
-                if line.source_line_no:
+                elif line.source_line_no:
                     previous = line.source_line_no
     return found
 

@@ -32,7 +32,7 @@ class _Span:
 
 
 def _span(node: ast.AST, lines: list[str]) -> _Span:
-    first = _first(node)
+    first = first_line(node)
     line = lines[first - 1]
     return _Span(first - 1, node.end_lineno, line[: len(line) - len(line.lstrip())],
                  bool(node.decorator_list))
@@ -69,7 +69,7 @@ def _locate(name: str, known: dict[str, ast.AST], path: str) -> str | None:
 
 
 def _new_text(node: ast.AST, new_lines: list[str], keep_decorators: list[str], indent: str) -> list[str]:
-    first = _first(node)
+    first = first_line(node)
     body = textwrap.dedent("\n".join(new_lines[first - 1 : node.end_lineno])).split("\n")
     if not node.decorator_list:
         body = keep_decorators + body
@@ -111,13 +111,12 @@ def _member_edits(new: ast.ClassDef, old: ast.ClassDef, new_lines: list[str],
         if method.name in old_methods:
             edits.append(_replacement(method, old_methods[method.name], new_lines, lines))
         else:  # a new method: after the class's last line
-            body = textwrap.dedent("\n".join(new_lines[_first(method) - 1 : method.end_lineno])).split("\n")
             edits.append((_Span(old.end_lineno, old.end_lineno, member_indent, False),
-                          [""] + [member_indent + line if line.strip() else "" for line in body]))
+                          ["", *_new_text(method, new_lines, [], member_indent)]))
     statements = [c for c in new.body if not isinstance(c, _DEFINITION)]
     if statements and not (len(statements) == 1 and _is_docstring(statements[0])):
-        first_new = min((_first(m) for m in _methods(new)), default=new.end_lineno + 1)
-        first_old = min((_first(m) for m in _methods(old)), default=old.end_lineno + 1)
+        first_new = min((first_line(m) for m in _methods(new)), default=new.end_lineno + 1)
+        first_old = min((first_line(m) for m in _methods(old)), default=old.end_lineno + 1)
         header = textwrap.dedent("\n".join(new_lines[new.body[0].lineno - 1 : first_new - 1])).rstrip()
         # the old docstring stays unless the new statements bring their own
         keep_doc = _is_docstring(old.body[0]) and not _is_docstring(new.body[0])
@@ -127,9 +126,9 @@ def _member_edits(new: ast.ClassDef, old: ast.ClassDef, new_lines: list[str],
     return edits
 
 
-def _first(node: ast.AST) -> int:
-    """A definition's first line: its first decorator's."""
-    return min([node.lineno, *(d.lineno for d in node.decorator_list)])
+def first_line(node: ast.AST) -> int:
+    """A definition's first line: its first decorator's (a statement without decorators: its own)."""
+    return min([node.lineno, *(d.lineno for d in getattr(node, "decorator_list", []))])
 
 
 def _is_docstring(node: ast.AST) -> bool:
@@ -152,7 +151,7 @@ def replace_symbols(source: str, new_code: str, path: str = "<file>") -> str:
         target = _locate(node.name, known, path)
         if target is None:
             appended += ["", "", *textwrap.dedent("\n".join(
-                new_lines[_first(node) - 1
+                new_lines[first_line(node) - 1
                           : node.end_lineno])).split("\n")]
             continue
         if isinstance(node, ast.ClassDef) and isinstance(known[target], ast.ClassDef) \
