@@ -18,7 +18,7 @@ from rich.console import Console
 
 from deltaserve.evals.check_tasks import TEST_ENV, copy_repo, test_command
 from deltaserve.evals.progress import progress_bar
-from deltaserve.evals.report import write_report
+from deltaserve.evals.report import report_from_file
 from deltaserve.evals.results import append_row, load_rows, rows_of
 from deltaserve.evals.task_suite import Task, load_tasks
 from deltaserve.harness import Agent
@@ -121,6 +121,5 @@ def run_agent_eval(config: AgentEvalConfig) -> dict:
             progress.update(bar, description=f"{task.id} · {model} · {fmt} · x{n}")
             append_row(results, run_one(task, model, fmt, config, logs, n))
             progress.advance(bar)
-    rows = load_rows(results)
-    paths = write_report(rows, out_dir)
+    paths = report_from_file(results, out_dir)
     return {"ran": len(todo), "skipped": len(done), "paths": {"results": results, **paths}}

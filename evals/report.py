@@ -1,7 +1,8 @@
 """Markdown tables and PNG plots from eval result rows (see evals/results.py); `write_report` does both.
 
-Everything here is a pure function of the rows, so `deltaserve eval report RESULTS.jsonl` rebuilds
-exactly what the eval run wrote.
+Everything here is a pure function of the rows (and, for the replies-per-format table, of the agent traces
+beside them), so `deltaserve eval report RESULTS.jsonl` rebuilds exactly what the eval run wrote; given
+several results files it merges them (one eval run per format -> one table).
 """
 
 from __future__ import annotations
@@ -10,6 +11,13 @@ import statistics
 from collections import defaultdict
 from pathlib import Path
 
+from deltaserve.evals.reply_outcomes import (
+    APPLIED,
+    FormatOutcomes,
+    format_outcomes,
+    read_traces,
+    traces_next_to,
+)
 from deltaserve.evals.results import load_rows, rows_of
 from deltaserve.evals.size_buckets import BUCKETS, DIFF_FORMATS, bucket_rows, token_ratios
 
@@ -394,7 +402,16 @@ def plot_agent(rows: list[dict], path: Path) -> Path:
 # ---------------------------------------------------------------- everything
 
 
-def render_markdown(rows: list[dict]) -> str:
+def replies_table(groups: list[FormatOutcomes]) -> str:
+    """Per model x edit format: replies, how many applied (tests ran), and what became of the rest."""
+    body = []
+    for g in groups:
+        rest = ", ".join(f"{o} {n}" for o, n in g.outcomes.most_common() if o not in APPLIED)
+        body.append([g.model, g.edit_format, str(g.replies), str(g.applied), _fmt(g.apply_rate), rest or "-"])
+    return _md_table(["model", "edit format", "replies", "applied", "apply rate", "not applied"], body)
+
+
+def render_markdown(rows: list[dict], replies: list[FormatOutcomes] = ()) -> str:
     parts = ["# deltaserve eval report", ""]
     if rows_of(rows, "decode_cost") or rows_of(rows, "replay"):
         summary = decode_summary(rows)
@@ -409,18 +426,21 @@ def render_markdown(rows: list[dict]) -> str:
         parts += ["## Multi-step replay: prefill served from the prefix cache", "", replay_table(rows), ""]
     if rows_of(rows, "agent"):
         parts += ["## Agent runs", "", agent_table(rows), ""]
+    if replies:
+        parts += ["## Replies per edit format (from the traces; repeated replies left out)", "",
+                  replies_table(replies), ""]
     if rows_of(rows, "skipped"):
         skipped = [[r["task"], r["format"], r["reason"]] for r in rows_of(rows, "skipped")]
         parts += ["## Skipped", "", _md_table(["task", "what", "why"], skipped), ""]
     return "\n".join(parts)
 
 
-def write_report(rows: list[dict], out_dir: Path) -> dict[str, Path]:
+def write_report(rows: list[dict], out_dir: Path, replies: list[FormatOutcomes] = ()) -> dict[str, Path]:
     """Write report.md and the plots the rows support; returns name -> path."""
     out_dir = Path(out_dir)
     out_dir.mkdir(parents=True, exist_ok=True)
     paths = {"report": out_dir / "report.md"}
-    paths["report"].write_text(render_markdown(rows), encoding="utf-8")
+    paths["report"].write_text(render_markdown(rows, replies), encoding="utf-8")
     if rows_of(rows, "decode_cost"):
         paths["decode_tokens_plot"] = plot_decode_tokens(rows, out_dir / "decode_tokens.png")
         paths["decode_seconds_plot"] = plot_decode_seconds(rows, out_dir / "decode_seconds.png")
@@ -430,6 +450,10 @@ def write_report(rows: list[dict], out_dir: Path) -> dict[str, Path]:
     return paths
 
 
-def report_from_file(results: Path, out_dir: Path | None = None) -> dict[str, Path]:
-    results = Path(results)
-    return write_report(load_rows(results), out_dir or results.parent)
+def report_from_file(results: Path | list[Path], out_dir: Path | None = None) -> dict[str, Path]:
+    """The report of one results file, or of several merged (e.g. one eval run per format); the agent
+    traces beside each file feed the replies-per-format table. Default out_dir: next to the first file."""
+    files = [Path(results)] if isinstance(results, str | Path) else [Path(r) for r in results]
+    rows = [row for f in files for row in load_rows(f)]
+    steps = read_traces([t for f in files for t in traces_next_to(f)])
+    return write_report(rows, out_dir or files[0].parent, format_outcomes(steps))

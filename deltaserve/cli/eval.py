@@ -109,9 +109,10 @@ def register(subparsers) -> None:
                      help="where the task folders go (then: eval check-tasks --tasks-dir TASKS_DIR)")
     imp.set_defaults(func=run_import_swebench)
 
-    rep = sub.add_parser("report", help="rebuild tables and plots from a results JSONL")
-    rep.add_argument("results", type=Path)
-    rep.add_argument("--out", type=Path, help="output dir (default: next to the results file)")
+    rep = sub.add_parser("report", help="rebuild tables and plots from results JSONL files (several: merged)")
+    rep.add_argument("results", type=Path, nargs="+",
+                     help="results.jsonl of one or more eval runs; agent traces beside each are read too")
+    rep.add_argument("--out", type=Path, help="output dir (default: next to the first results file)")
     rep.set_defaults(func=run_report)
 
 

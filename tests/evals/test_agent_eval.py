@@ -6,6 +6,7 @@ import pytest
 
 from deltaserve.evals.agent_eval import AgentEvalConfig, run_agent_eval
 from deltaserve.evals.gold_replies import gold_replies
+from deltaserve.evals.report import report_from_file
 from deltaserve.evals.results import append_row, load_rows, rows_of
 from deltaserve.evals.task_suite import load_tasks
 from deltaserve.harness.formats import whole
@@ -59,6 +60,9 @@ def test_runs_are_recorded_and_a_rerun_resumes(tmp_path, gold_udiff):
     report = (out / "report.md").read_text()
     assert "Agent runs" in report and CLUELESS in report
     assert (out / "agent.png").read_bytes()[:4] == b"\x89PNG"
+    # from the traces: the gold udiff applied (tests ran), the clueless prose reply had no edits
+    assert f"| {GOLD} | udiff | 1 | 1 | 1.00 | - |" in report
+    assert f"| {CLUELESS} | udiff | 1 | 0 | 0.00 | no edits 1 |" in report
 
     # a run that ended in an error is tried again; the report keeps only the latest row per run
     append_row(out / "results.jsonl", {**rows[CLUELESS], "error": "ConnectionError: boom"})
@@ -76,3 +80,17 @@ def test_editing_the_tests_does_not_count_as_solved(tmp_path, gold_udiff):
     (row,) = rows_of(load_rows(out / "results.jsonl"), "agent")
     assert row["stopped"] == "tests pass"  # the agent believed it
     assert not row["solved"]  # the original tests, restored, still fail
+
+
+def test_a_report_merges_runs_of_several_formats(tmp_path, gold_udiff):
+    outs = []
+    for fmt in ("udiff", "whole"):
+        outs.append(tmp_path / fmt)
+        run_agent_eval(AgentEvalConfig(models=[GOLD], formats=[fmt], task_ids=[TASK], max_steps=1,
+                                       out_dir=outs[-1], progress=False, run_kwargs=scripted(gold_udiff)))
+    paths = report_from_file([o / "results.jsonl" for o in outs], tmp_path / "merged")
+    report = paths["report"].read_text()
+    assert f"| {GOLD} | udiff | 1 | 1 |" in report
+    # the gold udiff is not a whole-format reply: it parses as no file, so nothing was written
+    assert f"| {GOLD} | whole | 1 | 0 |" in report
+    assert report.count(f"| {TASK} | {GOLD} |") == 2

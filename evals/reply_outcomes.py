@@ -1,0 +1,77 @@
+"""How often a model's replies in each edit format change the code: counted from agent-run traces.
+
+An agent eval writes one trace per task (`<out>/runs/*.trace.jsonl`, a JSON object per step). Every reply
+counts, each parallel candidate included; a reply identical to an earlier one is left out (it was not
+applied again, so it says nothing about the format). A reply *applied* when its edits were written and the
+tests ran ("tests pass" / "tests fail"). These rates are what `--format auto` needs as its prior
+(harness/format_choice.py MEASURED_PRIORS): measured with each format forced, over a whole suite.
+"""
+
+from __future__ import annotations
+
+import json
+from collections import Counter, defaultdict
+from dataclasses import dataclass, field
+from pathlib import Path
+
+APPLIED = ("tests pass", "tests fail")
+NOT_A_REPLY = ("repeated reply", "not tried")
+
+
+@dataclass
+class FormatOutcomes:
+    model: str
+    edit_format: str
+    outcomes: Counter = field(default_factory=Counter)
+
+    @property
+    def replies(self) -> int:
+        return sum(self.outcomes.values())
+
+    @property
+    def applied(self) -> int:
+        return sum(self.outcomes[o] for o in APPLIED)
+
+    @property
+    def apply_rate(self) -> float | None:
+        return self.applied / self.replies if self.replies else None
+
+
+def _step_outcomes(step: dict) -> list[str]:
+    """The outcomes of a step's replies: its candidates' where it had several, else its own."""
+    if step.get("candidates"):
+        return [c["outcome"] for c in step["candidates"]]
+    return [step["outcome"]] if step.get("action") == "edit" or step.get("outcome") == "no edits" else []
+
+
+def read_traces(paths: list[Path]) -> list[dict]:
+    """Step objects of the trace files (blank and torn lines skipped: a run may have been interrupted)."""
+    steps = []
+    for path in paths:
+        for line in Path(path).read_text(encoding="utf-8").splitlines():
+            if not line.strip():
+                continue
+            try:
+                steps.append(json.loads(line))
+            except json.JSONDecodeError:
+                continue
+    return steps
+
+
+def traces_next_to(results: Path) -> list[Path]:
+    """The trace files an agent eval wrote beside `results`."""
+    return sorted((Path(results).parent / "runs").glob("*.trace.jsonl"))
+
+
+def format_outcomes(steps: list[dict]) -> list[FormatOutcomes]:
+    """Per model x edit format, the outcomes of its replies (repeated ones left out)."""
+    groups: dict[tuple[str, str], FormatOutcomes] = defaultdict(lambda: FormatOutcomes("", ""))
+    for step in steps:
+        fmt = step.get("edit_format")
+        if not fmt:
+            continue
+        key = (step.get("model", "?"), fmt)
+        group = groups[key]
+        group.model, group.edit_format = key
+        group.outcomes.update(o for o in _step_outcomes(step) if o not in NOT_A_REPLY)
+    return [groups[k] for k in sorted(groups) if groups[k].replies]
