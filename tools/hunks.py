@@ -11,7 +11,8 @@ strategies, tried in order, stop at the first one that finds any candidate:
   blank-lines equal ignoring whitespace AND blank lines (the model dropped or added a blank line), aligned
               by difflib; not for hunks that remove blank lines
   fuzzy       a same-length window whose lines align one to one with the source: mean per-line difflib
-              ratio >= FUZZY_THRESHOLD, every removed line clearly the same line, source has at least
+              ratio >= FUZZY_THRESHOLD, every removed line clearly the same line (similar, and naming the
+              same identifiers outside strings and comments), source has at least
               FUZZY_MIN_LINES non-blank lines, and the best window unique (no rival within FUZZY_MARGIN)
 
 Several candidates for one strategy: if the hunk states a line number, the candidate nearest to it (after
@@ -25,6 +26,7 @@ are dropped, added lines inserted. So a matched hunk can only change what it mar
 from __future__ import annotations
 
 import difflib
+import re
 from dataclasses import dataclass, field
 
 from deltaserve.errors import HunkError
@@ -178,16 +180,26 @@ def _line_ratio(a: str, b: str, floor: float) -> float:
     return sm.ratio()
 
 
+_STRING_OR_COMMENT = re.compile(r""""(?:[^"\\]|\\.)*"|'(?:[^'\\]|\\.)*'|(?:#|//).*""")
+_NAME = re.compile(r"[A-Za-z_]\w*")
+
+
+def code_names(line: str) -> list[str]:
+    """The identifiers and keywords of a line outside its string literals and trailing comment."""
+    return _NAME.findall(_STRING_OR_COMMENT.sub(" ", line))
+
+
 def _fuzzy_score(src: list[str], kinds: list[str], window: list[str]) -> float:
     """Mean per-line similarity of the source and a same-length window (stripped lines), or 0.0 when any
-    aligned pair is too different: a removed line must clearly be the line it deletes (>= FUZZY_REMOVED_MIN),
-    a context line must at least resemble its partner (>= FUZZY_LINE_MIN). Blank lines must align with
-    blank."""
+    aligned pair is too different: a removed line must clearly be the line it deletes (>= FUZZY_REMOVED_MIN,
+    and the same names in the same order: `def _expr(self)` is not a mangled copy of `def parse(self)`, so
+    a misremembered line is never deleted in its place), a context line must at least resemble its partner
+    (>= FUZZY_LINE_MIN). Blank lines must align with blank."""
     total = 0.0
     for s, k, w in zip(src, kinds, window, strict=True):
         floor = FUZZY_REMOVED_MIN if k == "-" else FUZZY_LINE_MIN
         r = 1.0 if s == w else _line_ratio(s, w, floor)
-        if r < floor:
+        if r < floor or (k == "-" and s != w and code_names(s) != code_names(w)):
             return 0.0
         total += r
     return total / len(src)

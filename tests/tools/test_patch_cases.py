@@ -353,6 +353,14 @@ BAD = [
         "--- a/dup.py\n+++ b/dup.py\n@@ @@\n def step_c():\n     x = compute()\n-    return x\n"
         "+    return 0\n",
         ["approximate matches are ambiguous", "lines 1, 6"]),
+    Bad("fuzzy_removed_line_names_another_function",  # seen from a 1.5B model: a misremembered def line
+        {"p.py": "class P:\n    def parse(self) -> Node:\n        node = self._expr()\n"
+                 "        if self.kind != 'end':\n            raise self._error('unexpected end')\n"
+                 "        return node\n"},
+        "--- a/p.py\n+++ b/p.py\n@@ @@\n-    def _expr(self) -> Node:\n         node = self._expr()\n"
+        "         if self.kind != 'end':\n             raise self._error('unexpected end')\n"
+        "-        return node\n",
+        ["not found"]),
     Bad("removed_line_not_in_file", {"calc.py": CALC},
         "--- a/calc.py\n+++ b/calc.py\n@@ -4,3 +4,3 @@\n def add(a, b):\n-    return a * b * c * d\n"
         "+    return 0\n \n",
