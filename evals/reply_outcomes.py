@@ -9,10 +9,11 @@ tests ran ("tests pass" / "tests fail"). These rates are what `--format auto` ne
 
 from __future__ import annotations
 
-import json
-from collections import Counter, defaultdict
+from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
+
+from deltaserve.harness.accounting import RunReport, StepReport
 
 APPLIED = ("tests pass", "tests fail")
 NOT_A_REPLY = ("repeated reply", "not tried")
@@ -37,25 +38,16 @@ class FormatOutcomes:
         return self.applied / self.replies if self.replies else None
 
 
-def _step_outcomes(step: dict) -> list[str]:
+def _step_outcomes(step: StepReport) -> list[str]:
     """The outcomes of a step's replies: its candidates' where it had several, else its own."""
-    if step.get("candidates"):
-        return [c["outcome"] for c in step["candidates"]]
-    return [step["outcome"]] if step.get("action") == "edit" or step.get("outcome") == "no edits" else []
+    if step.candidates:
+        return [c.outcome for c in step.candidates]
+    return [step.outcome] if step.action == "edit" or step.outcome == "no edits" else []
 
 
-def read_traces(paths: list[Path]) -> list[dict]:
-    """Step objects of the trace files (blank and torn lines skipped: a run may have been interrupted)."""
-    steps = []
-    for path in paths:
-        for line in Path(path).read_text(encoding="utf-8").splitlines():
-            if not line.strip():
-                continue
-            try:
-                steps.append(json.loads(line))
-            except json.JSONDecodeError:
-                continue
-    return steps
+def read_traces(paths: list[Path]) -> list[StepReport]:
+    """The steps of the trace files, in order."""
+    return [step for path in paths for step in RunReport.from_trace(path).steps]
 
 
 def traces_next_to(results: Path) -> list[Path]:
@@ -63,15 +55,13 @@ def traces_next_to(results: Path) -> list[Path]:
     return sorted((Path(results).parent / "runs").glob("*.trace.jsonl"))
 
 
-def format_outcomes(steps: list[dict]) -> list[FormatOutcomes]:
+def format_outcomes(steps: list[StepReport]) -> list[FormatOutcomes]:
     """Per model x edit format, the outcomes of its replies (repeated ones left out)."""
-    groups: dict[tuple[str, str], FormatOutcomes] = defaultdict(lambda: FormatOutcomes("", ""))
+    groups: dict[tuple[str, str], FormatOutcomes] = {}
     for step in steps:
-        fmt = step.get("edit_format")
-        if not fmt:
+        if not step.edit_format:
             continue
-        key = (step.get("model", "?"), fmt)
-        group = groups[key]
-        group.model, group.edit_format = key
+        key = (step.model, step.edit_format)
+        group = groups.setdefault(key, FormatOutcomes(*key))
         group.outcomes.update(o for o in _step_outcomes(step) if o not in NOT_A_REPLY)
     return [groups[k] for k in sorted(groups) if groups[k].replies]

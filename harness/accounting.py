@@ -7,7 +7,6 @@ None means "the provider did not say" and is shown as "unknown" (never silently 
 
 from __future__ import annotations
 
-import json
 from collections.abc import Iterable
 from pathlib import Path
 
@@ -231,9 +230,16 @@ class RunReport(_Savings):
 
     @classmethod
     def from_trace(cls, path: str | Path) -> RunReport:
-        """Rebuild a run from its JSONL trace (one StepReport per line)."""
-        steps = [StepReport.model_validate(json.loads(line))
-                 for line in Path(path).read_text().splitlines() if line.strip()]
+        """Rebuild a run from its JSONL trace (one StepReport per line; a torn last line, left by a run that
+        was interrupted mid-write, is skipped)."""
+        lines = [line for line in Path(path).read_text(encoding="utf-8").splitlines() if line.strip()]
+        steps = []
+        for number, line in enumerate(lines, 1):
+            try:
+                steps.append(StepReport.model_validate_json(line))
+            except ValueError:
+                if number < len(lines):
+                    raise
         first = steps[0] if steps else None
         return cls(model=first.model if first else "", edit_format=first.edit_format if first else "",
                    steps=steps)

@@ -184,7 +184,7 @@ _STRING_OR_COMMENT = re.compile(r""""(?:[^"\\]|\\.)*"|'(?:[^'\\]|\\.)*'|(?:#|//)
 _NAME = re.compile(r"[A-Za-z_]\w*")
 
 
-def code_names(line: str) -> list[str]:
+def _code_names(line: str) -> list[str]:
     """The identifiers and keywords of a line outside its string literals and trailing comment."""
     return _NAME.findall(_STRING_OR_COMMENT.sub(" ", line))
 
@@ -199,7 +199,7 @@ def _fuzzy_score(src: list[str], kinds: list[str], window: list[str]) -> float:
     for s, k, w in zip(src, kinds, window, strict=True):
         floor = FUZZY_REMOVED_MIN if k == "-" else FUZZY_LINE_MIN
         r = 1.0 if s == w else _line_ratio(s, w, floor)
-        if r < floor or (k == "-" and s != w and code_names(s) != code_names(w)):
+        if r < floor or (k == "-" and s != w and _code_names(s) != _code_names(w)):
             return 0.0
         total += r
     return total / len(src)
