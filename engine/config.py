@@ -25,9 +25,10 @@ class EngineConfig(BaseModel):
     # "auto": int4 for bfloat16 on CPU, none otherwise (fp32 is the reference mode).
     quant: Literal["auto", "none", "int8", "int4"] = "auto"
     quant_group_size: Literal[32, 64, 128, 256] = 32  # int4 inputs per scale/zero; 32 = GGUF's Q4 block
-    # The LM head too (int4 models keep a bf16 head otherwise): faster decode, measurably less accurate
-    # (engine/quant.py head_quant_for has the figures).
-    quant_lm_head: bool = False
+    # The LM head's precision: "auto" = int8 with dynamic int8 activations (fbgemm) when the layers are
+    # quantized, where fbgemm runs; bf16 otherwise (engine/quant.py head_quant_for). int4 is the fastest
+    # and the least accurate (README, bench accuracy).
+    quant_lm_head: Literal["auto", "none", "int8", "int4"] = "auto"
 
     # Paged KV cache: num_blocks wins over kv_cache_memory_mb; both None -> a device-dependent default.
     block_size: int = Field(default=16, ge=1, le=1024)
@@ -59,6 +60,13 @@ class EngineConfig(BaseModel):
     # chance of reaching a token falls below it, and stop altogether at an acceptance rate below it.
     suffix_token_cost: float = Field(default=0.05, gt=0.0, lt=1.0)
     suffix_history_tokens: int = Field(default=65536, ge=0)  # recent outputs kept for drafting, all salts
+
+    @field_validator("quant_lm_head", mode="before")
+    @classmethod
+    def _boolean_means_int4_or_auto(cls, value):  # the field was a bool: True stored the head int4
+        if isinstance(value, bool):
+            return "int4" if value else "auto"
+        return value
 
     @field_validator("speculative", mode="before")
     @classmethod

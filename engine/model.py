@@ -18,7 +18,7 @@ import torch.nn.functional as F
 from deltaserve.engine.errors import EngineError
 from deltaserve.engine.kv_cache import KVCache
 from deltaserve.engine.linear import DenseLinear, prepack_works
-from deltaserve.engine.quant import QuantMode, head_quant_for, make_linear
+from deltaserve.engine.quant import HeadQuant, QuantMode, head_quant_for, make_linear
 
 SUPPORTED_ARCHS = ("llama", "mistral", "qwen2", "qwen3")
 # Spans up to this length are batched into one padded attention call (decode and verify spans);
@@ -116,13 +116,13 @@ class Layer:
 
 class LlamaModel:
     """Weights as plain tensors and linear callables (engine/linear.py, engine/quant.py), and a forward
-    pass that is just a loop over layers. `quant` stores the projections int4/int8 (and the LM head with
-    them where engine/quant.py's head_quant_for says so). The model consumes `weights`: each entry is
+    pass that is just a loop over layers. `quant` stores the projections int4/int8, `head_quant` the LM
+    head (engine/quant.py's head_quant_for resolves "auto"). The model consumes `weights`: each entry is
     removed once converted, so loading never holds the source checkpoint and the model in full at once."""
 
     def __init__(self, hf_config, weights: dict[str, torch.Tensor], dtype: torch.dtype, device,
                  max_positions: int, quant: QuantMode = "none", group_size: int = 32,
-                 quantize_head: bool = False):
+                 head_quant: HeadQuant = "auto"):
         self.arch = hf_arch(hf_config)
         c = hf_config
         self.num_layers = c.num_hidden_layers
@@ -143,13 +143,14 @@ class LlamaModel:
         embed = weights.pop("model.embed_tokens.weight")
         self.embed = embed.to(device=self.device, dtype=dtype).contiguous()
         self.final_norm = self._take(weights, "model.norm.weight")
-        head_quant = head_quant_for(quant, quantize_head)
+        head_quant = head_quant_for(quant, head_quant, self.device)
         if "lm_head.weight" in weights:
-            self.lm_head = self._linear(weights, ["lm_head"], quant=head_quant)
+            self.lm_head = self._linear(weights, ["lm_head"], quant=head_quant, dynamic=True)
         elif head_quant == "none" and not self.prepack:
             self.lm_head = DenseLinear(self.embed)  # tied: the lookup table itself
         else:  # tied, but packed or quantized: a copy
-            self.lm_head = self._linear({"lm_head.weight": embed}, ["lm_head"], quant=head_quant)
+            tied = {"lm_head.weight": embed}
+            self.lm_head = self._linear(tied, ["lm_head"], quant=head_quant, dynamic=True)
         del embed
         self.layers = [self._layer(weights, f"model.layers.{i}.") for i in range(self.num_layers)]
         self.cos, self.sin = rope_tables(c, self.head_dim, max_positions, dtype, self.device)
@@ -159,9 +160,10 @@ class LlamaModel:
         return weights.pop(name).to(device=self.device, dtype=self.dtype).contiguous()
 
     def _linear(self, weights: dict, names: list[str], row_scale: float = 1.0,
-                quant: QuantMode | None = None):
+                quant: QuantMode | None = None, dynamic: bool = False):
         """One linear over the row-concatenated weights `names` (biases zero-filled where missing), built
-        from full precision so that quantization sees the source values."""
+        from full precision so that quantization sees the source values. `dynamic`: an int8 one quantizes
+        its activations too (used for the head, where it is measured; the layers keep bf16 activations)."""
         dev = self.device
         ws = [weights.pop(n + ".weight").to(dev).float() for n in names]
         ws[0] = ws[0] * row_scale
@@ -173,7 +175,7 @@ class LlamaModel:
             bias[: ws[0].shape[0]] *= row_scale
             bias = bias.to(self.dtype)
         return make_linear(torch.cat(ws), bias, self.dtype, self.quant if quant is None else quant,
-                           self.group_size, self.prepack)
+                           self.group_size, self.prepack, dynamic=dynamic)
 
     def _layer(self, weights: dict, p: str) -> Layer:
         a, m = p + "self_attn.", p + "mlp."

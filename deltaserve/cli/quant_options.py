@@ -10,6 +10,7 @@ from deltaserve.cli import default
 from deltaserve.engine import EngineConfig
 
 QUANT_CHOICES = get_args(EngineConfig.model_fields["quant"].annotation)
+HEAD_CHOICES = get_args(EngineConfig.model_fields["quant_lm_head"].annotation)
 
 
 def add_quant_options(group) -> None:
@@ -17,8 +18,10 @@ def add_quant_options(group) -> None:
                        help="weight-only quantization of the linear layers on CPU: int4 (groups of 32), int8 "
                             "(per channel) or none; auto = int4 for bfloat16 on CPU, none otherwise; the KV "
                             f"cache keeps its dtype (default: {default(EngineConfig, 'quant')})")
-    group.add_argument("--quant-lm-head", action="store_true", default=None,
-                       help="store the LM head int4 as well (faster decode, a little less accurate)")
+    group.add_argument("--quant-lm-head", choices=HEAD_CHOICES, default=None,
+                       help="the LM head's precision: auto = int8 with 8-bit activations (fbgemm) when the "
+                            "layers are quantized (as fast as int4 here, nearly as accurate as bf16), none "
+                            f"otherwise (default: {default(EngineConfig, 'quant_lm_head')})")
 
 
 def quant_kwargs(args: argparse.Namespace) -> dict:

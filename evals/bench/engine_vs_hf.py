@@ -34,9 +34,10 @@ HF_AUTO_MAX_BYTES = 1 << 30  # --hf auto: HF generate() for checkpoints up to th
 VARIANTS = {
     "fp32": {"dtype": "float32", "quant": "none"},
     "bf16": {"dtype": "bfloat16", "quant": "none"},
-    "int8": {"dtype": "bfloat16", "quant": "int8"},
-    "int4": {"dtype": "bfloat16", "quant": "int4"},  # the LM head stays bf16
-    "int4-head": {"dtype": "bfloat16", "quant": "int4", "quant_lm_head": True},
+    "int8": {"dtype": "bfloat16", "quant": "int8"},  # the LM head int8 too (its auto)
+    "int4": {"dtype": "bfloat16", "quant": "int4"},  # the LM head int8 (its auto)
+    "int4-bf16-head": {"dtype": "bfloat16", "quant": "int4", "quant_lm_head": "none"},
+    "int4-head": {"dtype": "bfloat16", "quant": "int4", "quant_lm_head": "int4"},
 }
 DEFAULT_MODELS = "smollm2-135m,qwen2.5-coder-1.5b"
 

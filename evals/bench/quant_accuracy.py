@@ -85,9 +85,13 @@ def nll_sum(eng: Engine, ids: list[int]) -> tuple[float, int]:
 
 
 def load(model: str, variant: str, group_size: int) -> Engine:
-    return Engine.from_pretrained(model, **VARIANTS[variant], quant_group_size=group_size,
-                                  enable_prefix_caching=False, speculative="off",
-                                  max_model_len=PPL_CHUNK + 1024, max_num_seqs=1)
+    eng = Engine.from_pretrained(model, **VARIANTS[variant], quant_group_size=group_size,
+                                 enable_prefix_caching=False, speculative="off",
+                                 max_model_len=PPL_CHUNK + 1024, max_num_seqs=1)
+    head = eng.model.lm_head
+    if getattr(head, "dynamic", False):  # many rows would run its dense copy, which skips the 8-bit
+        head.dense = None  # activations of decode: make perplexity and teacher forcing see them (row by row)
+    return eng
 
 
 def evaluate(eng: Engine, prompts: list[list[int]], text_ids: list[int]) -> dict:

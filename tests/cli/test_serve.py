@@ -68,7 +68,7 @@ def test_only_the_engine_options_given_reach_the_engine():
         "kv_cache_dir": "/tmp/kv", "kv_cache_max_gb": 0.5}
     assert kwargs("--allow-download") == {"allow_download": True}
     assert kwargs("--quant", "int8") == {"quant": "int8"}
-    assert kwargs("--quant", "int4", "--quant-lm-head") == {"quant": "int4", "quant_lm_head": True}
+    assert kwargs("--quant", "int4", "--quant-lm-head", "int8") == {"quant": "int4", "quant_lm_head": "int8"}
 
 
 def test_fix_and_eval_agent_take_the_disk_tier_options():
@@ -82,7 +82,7 @@ def test_fix_and_eval_agent_take_the_disk_tier_options():
 def test_the_engine_commands_take_the_quant_options():
     for argv in (["fix", ".", "--task", "t"], ["eval", "agent"], ["eval", "decode-cost"], ["serve"]):
         assert quant_kwargs(build_parser().parse_args(argv)) == {}  # EngineConfig's defaults decide
-        given = build_parser().parse_args([*argv, "--quant", "none", "--quant-lm-head"])
-        assert quant_kwargs(given) == {"quant": "none", "quant_lm_head": True}
+        given = build_parser().parse_args([*argv, "--quant", "none", "--quant-lm-head", "int4"])
+        assert quant_kwargs(given) == {"quant": "none", "quant_lm_head": "int4"}
     with pytest.raises(SystemExit):
         build_parser().parse_args(["serve", "--quant", "int3"])

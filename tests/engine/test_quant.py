@@ -17,6 +17,8 @@ from deltaserve.engine.linear import DenseLinear
 from deltaserve.engine.quant import (
     QuantizedLinear,
     dequantize_int4,
+    dynamic_int8_works,
+    head_quant_for,
     int4_group_for,
     make_linear,
     quantize_int4,
@@ -121,6 +123,41 @@ def test_resolve_quant():
         resolve_quant("int3", CPU, torch.bfloat16)
 
 
+needs_fbgemm = pytest.mark.skipif(not dynamic_int8_works(), reason="fbgemm's dynamic int8 linear is not here")
+
+
+@needs_fbgemm
+def test_dynamic_int8_rows_are_quantized_alone():
+    """One row runs fbgemm with 8-bit activations, close to the float product; several rows go to the dense
+    copy, or (without one) row by row, so a row's result never depends on the rows batched with it."""
+    w, bias = weights(96, 64), torch.randn(96).to(torch.bfloat16)
+    x = torch.randn(3, 64, generator=torch.Generator().manual_seed(1)).to(torch.bfloat16)
+    ref = x.float() @ w.t() + bias.float()
+    lin = make_linear(w, bias, torch.bfloat16, "int8", 32, prepack=False, dynamic=True)
+    assert lin.dynamic and lin.nbytes() == 96 * 64 + lin.scales.nbytes + bias.nbytes
+    one = lin(x[:1]).float()
+    assert (one - ref[:1]).norm() / ref[:1].norm() < 0.03
+    dense = lin.dense(x).float()
+    assert torch.equal(lin(x).float(), dense)  # many rows: the dense copy
+    lin.dense = None
+    alone = torch.cat([lin(x[i:i + 1]) for i in range(3)])
+    assert torch.equal(lin(x), alone)
+
+
+def test_head_quant():
+    assert head_quant_for("none", "auto", CPU) == "none"
+    assert head_quant_for("int4", "auto", CPU) == ("int8" if dynamic_int8_works() else "none")
+    assert head_quant_for("int4", "int4", CPU) == "int4"
+    assert head_quant_for("none", "none", torch.device("cuda")) == "none"
+    with pytest.raises(EngineError, match="CPU"):
+        head_quant_for("none", "int8", torch.device("cuda"))
+    assert EngineConfig().quant_lm_head == "auto"
+    assert EngineConfig(quant_lm_head=True).quant_lm_head == "int4"  # the field was a bool
+    assert EngineConfig(quant_lm_head=False).quant_lm_head == "auto"
+    with pytest.raises(ValidationError):
+        EngineConfig(quant_lm_head="int2")
+
+
 def test_config_fields():
     assert EngineConfig().quant == "auto"
     assert EngineConfig(quant="int8", quant_group_size=128).quant_group_size == 128
@@ -148,10 +185,9 @@ def dequantized_checkpoint(src, dst, mode: str):
 @pytest.mark.parametrize(("arch", "mode"), [("llama", "int4"), ("qwen2", "int4"), ("llama", "int8")])
 def test_engine_matches_hf_on_the_dequantized_weights(tiny_model_dirs, tmp_path, arch, mode):
     eng = Engine.from_pretrained(str(tiny_model_dirs[arch]), dtype="float32", quant=mode, num_blocks=64,
-                                 speculative=False, device="cpu")
+                                 speculative=False, device="cpu", quant_lm_head="none")
     kinds = {lin.mode for lin in eng.model.linears()[:-1]}
-    head = DenseLinear if mode == "int4" else QuantizedLinear  # an int4 model keeps a dense LM head
-    assert kinds == {mode} and isinstance(eng.model.lm_head, head)
+    assert kinds == {mode} and isinstance(eng.model.lm_head, DenseLinear)  # the head as HF has it
     ref_dir = dequantized_checkpoint(tiny_model_dirs[arch], tmp_path / "ref", mode)
     hf = AutoModelForCausalLM.from_pretrained(ref_dir, dtype=torch.float32).eval()
     gen = torch.Generator().manual_seed(8)
@@ -195,5 +231,8 @@ def test_default_bf16_cpu_engine_is_int4(tiny_model_dirs):
     path = str(tiny_model_dirs["llama"])
     eng = Engine.from_pretrained(path, num_blocks=16, speculative=False, device="cpu")
     assert eng.quant == "int4" and "quant=int4" in repr(eng)
+    head = eng.model.lm_head
+    if dynamic_int8_works():  # the head int8 with 8-bit activations
+        assert isinstance(head, QuantizedLinear) and head.mode == "int8" and head.dynamic
     fp32 = Engine.from_pretrained(path, dtype="float32", num_blocks=16, device="cpu")
     assert fp32.quant == "none"
