@@ -182,8 +182,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help="comma-separated model names or paths (default: %(default)s)")
     parser.add_argument("--ours", default="bf16,int8,int4",
                         help=f"our variants to measure, comma-separated from {', '.join(VARIANTS)} "
-                             "(int8/int4: bf16 activations with those weights, int4-head: the LM head int4 "
-                             "too; default: %(default)s)")
+                             "(int8/int4: bf16 activations with those weights and an int8 LM head with 8-bit "
+                             "activations; int4-bf16-head / int4-head: int4 layers, the LM head bf16 / int4; "
+                             "default: %(default)s)")
     parser.add_argument("--hf", choices=["auto", "on", "off"], default="auto",
                         help="HF generate() column: auto = for checkpoints up to 1 GB (default: %(default)s)")
     parser.add_argument("--threads", type=int, default=2,
