@@ -37,8 +37,9 @@ PRIOR = {"whole": 0.8, "symbol": 0.8, "search_replace": 0.5, "udiff": 0.5}
 # left out: the "Replies per edit format" table of `deltaserve eval report`. Qwen2.5-Coder-1.5B-Instruct
 # (int4, `deltaserve eval agent`, 3 steps, 5 bundled tasks, 83 steps): whole 7/8, search_replace 6/12,
 # symbol 11/31 (it mostly re-types the whole file unchanged), udiff 2/11. Later runs over the 24 a-/b- tasks
-# (each format and auto, merged) gave search_replace 53/190, symbol 34/79, udiff 4/15, whole 4/12, but 3 of
-# whole's misses are one degenerate few-token reply not yet explained; those rates wait until it is.
+# (each format and auto, merged) gave search_replace 53/190, symbol 34/79, udiff 4/15, whole 4/12; but 3 of
+# whole's misses were `--formats whole` on ~9,000-token files shown as excerpts, which no 1,024-token reply
+# can re-type (the model wrote a few tokens), a case auto never picks; on files that fit whole stays 4/8.
 MEASURED_PRIORS = {
     "qwen2.5-coder-1.5b": {"whole": 0.85, "symbol": 0.35, "search_replace": 0.5, "udiff": 0.2},
 }
