@@ -172,9 +172,12 @@ class QuantizedLinear:
         return torch.ops.aten._weight_int8pack_mm(x, self.packed, self.scales)
 
     def _dynamic(self, x: torch.Tensor) -> torch.Tensor:
-        """fbgemm takes float32 and quantizes the whole input with one scale, hence one row per call."""
-        rows = [torch.ops.quantized.linear_dynamic(r.float(), self.packed, False) for r in x.split(1)]
-        return (rows[0] if len(rows) == 1 else torch.cat(rows)).to(x.dtype)  # the bias is in the packing
+        """fbgemm takes float32 and quantizes the whole input with one scale, hence one row per call (the
+        bias is in the packing)."""
+        if x.shape[0] == 1:  # decode: no split, no cat
+            return torch.ops.quantized.linear_dynamic(x.float(), self.packed, False).to(x.dtype)
+        return torch.cat([torch.ops.quantized.linear_dynamic(r.float(), self.packed, False)
+                          for r in x.split(1)]).to(x.dtype)
 
     def __call__(self, x: torch.Tensor) -> torch.Tensor:
         if self.dense is not None and x.shape[0] > self.max_rows:
