@@ -56,7 +56,7 @@ class AgentConfig(BaseModel):
     """Characters of test output shown to the model (its tail, where pytest's summary is)."""
     candidates: int = Field(default=1, ge=1)
     """Replies asked for per step (sampled at resample_temperature when > 1), each tried on a scratch copy
-    of the workspace; the first that makes the tests pass is kept, else the one failing fewest tests."""
+    of the workspace; the first that makes the tests pass is kept, else the one passing most tests."""
     allow_test_edits: bool = False
     """Let the model edit test files (otherwise such edits are refused before anything is written)."""
     resample_temperature: float = Field(default=0.7, gt=0.0)

@@ -1,10 +1,14 @@
 """Edits refused before anything is written, whatever the format: edits to test files (unless allowed),
 edits that copy the instructions' example back (a new file under the placeholder `path/to/`), edits that
 leave a file blank (an empty code fence; deleting a file is another edit), edits that copy an excerpt's
-fold marker into the code or re-type a file shown only in part without its folded lines, and edits that
-leave every file as it was (a REPLACE identical to its SEARCH, the same file re-typed)."""
+fold marker into the code or re-type a file shown only in part without its folded lines, edits that
+leave every file as it was (a REPLACE identical to its SEARCH, the same file re-typed), and edits that
+break a Python file that parsed before (a syntax error fails every test, so no test run can say more
+than the parser does, and a kept candidate must never be one that broke the import)."""
 
 from __future__ import annotations
+
+import ast
 
 from deltaserve.harness import feedback
 from deltaserve.harness.excerpt import has_fold_marker
@@ -42,4 +46,26 @@ def refusal(preview: PatchResult, workspace: Workspace, allow_test_edits: bool,
         return "partial file", feedback.partial_files(folded + [p for p in shrunk if p not in folded])
     if all(text is not None and text == old[p] for p, text in preview.new_contents.items()):
         return "no-op edit", feedback.no_op_edits(list(preview.new_contents) or ["the files"])
+    for path, text in preview.new_contents.items():
+        error = new_syntax_error(path, old[path], text)
+        if error is not None:
+            return "syntax error", feedback.syntax_error(path, error)
+    return None
+
+
+def new_syntax_error(path: str, old: str | None, new: str | None) -> SyntaxError | None:
+    """The error that makes `new` unparseable Python, if `path` is a Python file whose `old` text parsed
+    (or that did not exist); a file that was already broken may stay broken on the way to its fix."""
+    if new is None or not path.endswith((".py", ".pyi")) or (old is not None and _syntax_error(old)):
+        return None
+    return _syntax_error(new)
+
+
+def _syntax_error(text: str) -> SyntaxError | None:
+    try:
+        ast.parse(text)
+    except SyntaxError as exc:  # IndentationError and TabError are SyntaxErrors
+        return exc
+    except ValueError:  # null bytes: not something to parse
+        return None
     return None

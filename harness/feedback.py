@@ -106,3 +106,13 @@ def empty_files(files: list[str]) -> str:
     return (f"Your edits leave {', '.join(files)} empty (its code fence holds nothing; was the code written "
             "outside the fence?); nothing was changed. Write the path alone on one line, then a line with "
             "```python, the code, and a line with ``` after it.")
+
+
+def syntax_error(path: str, error: SyntaxError) -> str:
+    """Where the edited file stops parsing, with the offending line, so the next reply can fix that line."""
+    where = f"line {error.lineno}" if error.lineno else "the end"
+    line = (error.text or "").rstrip()
+    shown = f":\n```python\n{line}\n```" if line.strip() else "."
+    return (f"Your edits would leave {path} with a Python syntax error at {where} ({error.msg}){shown}\n"
+            "Nothing was changed. Write the edit again as valid Python: complete statements, the same "
+            "indentation as the code around it.")

@@ -5,7 +5,7 @@ from __future__ import annotations
 import litellm
 
 from deltaserve.harness import Agent
-from deltaserve.harness.candidates import CandidateOutcome, choose
+from deltaserve.harness.candidates import CandidateOutcome, Trial, choose
 from deltaserve.harness.client import complete
 
 MODEL = "openai/gpt-4o-mini"  # counted with litellm's bundled tokenizer; never called
@@ -53,16 +53,21 @@ def test_the_passing_candidate_is_kept_and_every_candidate_counted(project, quic
     assert '"outcome":"no-op edit"' in (tmp_path / "t.jsonl").read_text()  # per-candidate outcomes traced
 
 
-def test_choose_stops_at_the_first_pass_and_else_takes_the_fewest_failing():
+def test_choose_stops_at_the_first_pass_and_else_takes_the_most_passing():
     tried = []
 
     def trial(text):
         tried.append(text)
-        return {"a": ("tests fail", 3), "b": ("tests fail", 1), "c": ("apply failed", None),
-                "d": ("tests pass", 0)}[text]
+        return {"a": Trial("tests fail", 3, 5), "b": Trial("tests fail", 1, 7), "c": Trial("apply failed"),
+                "d": Trial("tests pass", 0, 8),
+                # a module that no longer imports: one erroring test file, nothing passes
+                "e": Trial("tests fail", 1, 0)}[text]
 
     index, outcomes = choose(["c", "a", "b"], trial, earlier=[])
     assert index == 2 and [o.outcome for o in outcomes] == ["apply failed", "tests fail", "tests fail"]
+    assert outcomes[2].passed == 7
+    index, _ = choose(["e", "a"], trial, earlier=[])
+    assert index == 1  # fewer failing, but nothing passing, ranks below three failing and five passing
     index, outcomes = choose(["a", "d", "b", "a"], trial, earlier=["a"])
     assert index == 1 and [o.outcome for o in outcomes] == ["repeated reply", "tests pass", "not tried",
                                                              "not tried"]

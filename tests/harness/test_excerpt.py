@@ -91,7 +91,8 @@ def test_edits_that_drop_folded_lines_are_refused(tmp_path):
     copied = write_file(ws, "calc.py", MODULE.replace(FILLER, marker + "\n", 1), dry_run=True)
     outcome, told = refusal(copied, ws, allow_test_edits=False)
     assert outcome == "partial file" and "not shown" in told
-    shrunk = write_file(ws, "calc.py", MODULE.split("class Parser")[0][:200] + "\n", dry_run=True)
+    head = MODULE.split("class Parser")[0][:200].rsplit("\n\n\n", 1)[0]  # whole functions: it parses
+    shrunk = write_file(ws, "calc.py", head + "\n", dry_run=True)
     assert refusal(shrunk, ws, False, seen_in_part=frozenset({"calc.py"}))[0] == "partial file"
     assert refusal(shrunk, ws, False) is None  # seen in full: a rewrite may shorten it
     fixed = write_file(ws, "calc.py", MODULE.replace("if self.tokens:", "while self.tokens:"), dry_run=True)

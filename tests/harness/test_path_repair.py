@@ -72,7 +72,7 @@ def test_an_ambiguous_or_partial_edit_stays_where_it_was_aimed(package):
 
 
 def test_a_candidate_is_tried_with_its_path_repaired_as_the_agent_would(project, quick_test_cmd):
-    outcome, failing = try_reply(auto.AutoFormat(), SR_PLACEHOLDER, project, quick_test_cmd, 30.0, False,
-                                 "none", ["calc.py"])
-    assert (outcome, failing) == ("tests pass", 0)
+    tried = try_reply(auto.AutoFormat(), SR_PLACEHOLDER, project, quick_test_cmd, 30.0, False,
+                      "none", ["calc.py"])
+    assert (tried.outcome, tried.failing) == ("tests pass", 0)
     assert "return a - b" in (project / "calc.py").read_text()  # a scratch copy was edited, not the project

@@ -1,6 +1,7 @@
 """Replies in the shapes small models write (tests/harness/replies/): loose markers and paths are read,
-and no-op edits, test edits and repeated replies are refused with feedback that says why, before anything
-is written. The agent runs on a real project with its real tests; only the replies are scripted."""
+and no-op edits, test edits, edits that break the syntax and repeated replies are refused with feedback
+that says why, before anything is written. The agent runs on a real project with its real tests; only
+the replies are scripted."""
 
 from __future__ import annotations
 
@@ -63,6 +64,9 @@ def run(project, test_cmd, replies, **settings):
 @pytest.mark.parametrize(("sample", "outcome", "said"), [
     ("sr_no_op.txt", "no-op edit", "exactly as they were"),
     ("sr_edits_the_test.txt", "test edit refused", "test files (test_calc.py)"),
+    # a 1.5B model's edit that breaks the file: refused with the line that no longer parses
+    ("sr_syntax_error.txt", "syntax error",
+     "syntax error at line 2 (invalid syntax):\n```python\n    value = return"),
 ])
 def test_refused_edits_write_nothing_and_say_why(project, quick_test_cmd, sample, outcome, said):
     tests_before = (project / "test_calc.py").read_text()
@@ -147,3 +151,14 @@ def test_search_text_copied_from_the_tests_is_named_as_such(project, test_cmd):
     assert [s.outcome for s in report.steps] == ["apply failed", "tests pass"]
     told = calls[1]["messages"][-1]["content"]
     assert "Your SEARCH text is from test_calc.py, the tests" in told
+
+
+def test_only_a_python_file_that_parsed_before_must_parse_after():
+    from deltaserve.harness.edit_checks import new_syntax_error
+    broken = "def add(a, b):\n    value = return a + b\n"
+    assert new_syntax_error("calc.py", BUGGY, broken).lineno == 2
+    assert new_syntax_error("calc.py", None, broken) is not None  # a new file is held to it too
+    # broken already: the fix may take more than one step
+    assert new_syntax_error("calc.py", broken, broken + "x = (\n") is None
+    assert new_syntax_error("calc.js", BUGGY, broken) is None  # no Python parser for other languages
+    assert new_syntax_error("calc.py", BUGGY, None) is None  # a deletion
