@@ -18,7 +18,7 @@ from deltaserve.harness.accounting import ApplyOutcome, RunReport, StepReport, T
 from deltaserve.harness.candidates import CandidateOutcome, choose, try_reply
 from deltaserve.harness.config import AgentConfig, default_test_cmd
 from deltaserve.harness.console_view import ConsoleView
-from deltaserve.harness.edit_checks import refusal
+from deltaserve.harness.edit_checks import copied_placeholders, refusal
 from deltaserve.harness.events import AgentObserver, RunStart, StepDetails
 from deltaserve.harness.fault_hints import fault_hint, quoted_tests
 from deltaserve.harness.format_choice import FormatPlan
@@ -341,6 +341,11 @@ class Agent:
             applied = ApplyOutcome(ok=False, error="reply cut off inside a code block", dry_run=dry_run)
             return (make(action="edit", outcome="cut off", apply=applied),
                     StepDetails(feedback.cut_off(self.config.max_tokens)))
+        copied = copied_placeholders(reply.text)
+        if copied:
+            told = feedback.placeholders_copied(copied)
+            applied = ApplyOutcome(ok=False, error=told, dry_run=dry_run)
+            return make(action="edit", outcome="example copied", apply=applied), StepDetails(told)
         try:
             edits, fmt = self.parse_reply(reply.text)
         except ValueError as exc:  # a malformed block: tell the model what is wrong with it

@@ -14,7 +14,7 @@ from typing import NamedTuple
 from pydantic import BaseModel
 
 from deltaserve.errors import ToolError
-from deltaserve.harness.edit_checks import refusal
+from deltaserve.harness.edit_checks import copied_placeholders, refusal
 from deltaserve.harness.path_repair import repair_paths
 from deltaserve.harness.workspace_guard import make_copy
 from deltaserve.tools.sandbox import Sandbox
@@ -55,6 +55,8 @@ def try_reply(fmt, text: str, root: Path, test_cmd: str, timeout: float, allow_t
     copy = make_copy(root)
     try:
         scratch = Workspace(copy)
+        if copied_placeholders(text):
+            return Trial("example copied")
         try:
             edits = fmt.parse(text)
         except ValueError:

@@ -4,13 +4,16 @@ leave a file blank (an empty code fence; deleting a file is another edit), edits
 fold marker into the code or re-type a file shown only in part without its folded lines, edits that
 leave every file as it was (a REPLACE identical to its SEARCH, the same file re-typed), and edits that
 break a Python file that parsed before (a syntax error fails every test, so no test run can say more
-than the parser does, and a kept candidate must never be one that broke the import)."""
+than the parser does, and a kept candidate must never be one that broke the import). Before any of that,
+a reply that copies a placeholder line of the instructions' example (`<the old line>`) is the example,
+not an edit, whatever file it names."""
 
 from __future__ import annotations
 
 import ast
+import re
 
-from deltaserve.harness import feedback
+from deltaserve.harness import feedback, formats
 from deltaserve.harness.excerpt import has_fold_marker
 from deltaserve.tools.patch import PatchResult
 from deltaserve.tools.tests import is_test_path
@@ -19,6 +22,15 @@ from deltaserve.tools.workspace import Workspace
 PLACEHOLDER_DIR = "path/to/"  # the folder of every format's example path (harness/formats/)
 # A file seen only in part, re-typed with fewer than this share of its lines: the folded lines were dropped
 KEPT_LINES_MIN = 0.5
+# a placeholder alone on its line, as the examples write them (a diff line's mark and indentation allowed)
+_PLACEHOLDER_LINE = re.compile(r"^[ +-]?\s*(<[a-z][^<>]*>)\s*$", re.MULTILINE)
+
+
+def copied_placeholders(reply: str) -> list[str]:
+    """The placeholder lines of any format's example (`<the new line>`) that the reply repeats."""
+    examples = "\n".join(formats.get(name).instructions() for name in formats.names())
+    known = set(_PLACEHOLDER_LINE.findall(examples))
+    return list(dict.fromkeys(m for m in _PLACEHOLDER_LINE.findall(reply) if m in known))
 
 
 def refusal(preview: PatchResult, workspace: Workspace, allow_test_edits: bool,

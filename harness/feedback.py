@@ -96,6 +96,12 @@ def example_copied(files: list[str]) -> str:
             "above) and its new code.")
 
 
+def placeholders_copied(lines: list[str]) -> str:
+    return (f"Your reply repeats the placeholder {' and '.join(lines)} of the instructions' example; it "
+            "stands for real code, so nothing was changed. Write the actual lines of the file (as shown "
+            "above) and their corrected version.")
+
+
 def partial_files(files: list[str]) -> str:
     return (f"Your edits would drop the lines of {', '.join(files)} that were not shown to you (marked "
             "\"⋮ lines ... not shown\"); nothing was changed. Write only the functions or lines you change, "

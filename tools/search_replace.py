@@ -32,10 +32,12 @@ from deltaserve.tools.textfile import split_lines
 # Small models write the markers loosely: `SEARCH` / `=======` / `REPLACE` alone on a line without the
 # arrows, or aider's older ORIGINAL / UPDATED words. A bare word must be the whole line (never prose).
 # `<<<<<<< pkg/mod.py`: the path in place of the word
-_SEARCH = re.compile(r"^\s*(?:<{5,9}\s*(?:SEARCH|ORIGINAL)\b.*|(?:SEARCH|ORIGINAL):?"
+_SEARCH = re.compile(r"^\s*(?:<{5,9}\s*(?i:SEARCH|ORIGINAL)\b.*|(?:SEARCH|ORIGINAL):?"
                      r"|<{7}\s*(?P<path>\S+))\s*$")
 _DIVIDER = re.compile(r"^\s*={5,9}\s*$")
-_REPLACE = re.compile(r"^\s*(?:>{5,9}\s*(?:REPLACE|UPDATED)\b.*|(?:REPLACE|UPDATED):?)\s*$")
+_REPLACE = re.compile(r"^\s*(?:>{5,9}\s*(?i:REPLACE|UPDATED)\b.*|(?:REPLACE|UPDATED):?)\s*$")
+# `<<<<<<< HEAD` (or another word that is no path): a conflict marker, read as a SEARCH line only where a
+# ======= line and a REPLACE line follow it, the shape of a block written in git's conflict style
 
 
 @dataclass(frozen=True)
@@ -78,6 +80,18 @@ def _opening(line: str) -> str | None:
     return looks_like_path(m["path"])
 
 
+def _conflict_style_block_at(lines: list[str], i: int) -> bool:
+    """`<<<<<<< HEAD`, old lines, `=======`, new lines, `>>>>>>> REPLACE`: a block whose SEARCH line is a
+    conflict marker."""
+    if not _SEARCH.match(lines[i]):
+        return False
+    j = _next_marker(lines, i + 1)
+    if j >= len(lines) or not _DIVIDER.match(lines[j]):
+        return False
+    k = _next_marker(lines, j + 1)
+    return k < len(lines) and bool(_REPLACE.match(lines[k]))
+
+
 def _next_marker(lines: list[str], start: int) -> int:
     """Index of the first SEARCH, ======= or REPLACE line from `start` on (len(lines) when there is none)."""
     for j in range(start, len(lines)):
@@ -95,6 +109,8 @@ def parse_search_replace_blocks(text: str) -> list[SearchReplace]:
     i = 0
     while i < len(lines):
         opening = _opening(lines[i])
+        if opening is None and _conflict_style_block_at(lines, i):
+            opening = ""
         if opening is None:
             i += 1
             continue

@@ -114,6 +114,12 @@ def test_a_reply_repeated_twice_is_not_applied_again_and_the_next_call_samples(p
     ("helpers.py\n```\n\n```\n", "empty file", "helpers.py empty"),  # a new, empty file
     # the code written after an empty fence (a 1.5B model's reply): calc.py would be left empty
     ("calc.py\n```\n```\npython\ndef add(a, b):\n    return a + b\n", "empty file", "calc.py empty"),
+    # the real path, the example's body (1.5B replies in symbol and udiff)
+    ("calc.py\n```python\ndef name_of_the_function(its, arguments):\n"
+     "    <its complete corrected body>\n```\n",
+     "example copied", "placeholder <its complete corrected body>"),
+    ("```diff\n--- a/calc.py\n+++ b/calc.py\n@@ -1,2 +1,2 @@\n <an unchanged line>\n-<the old line>\n"
+     "+<the new line>\n```\n", "example copied", "<an unchanged line> and <the old line> and <the new line>"),
 ])
 def test_example_copied_or_a_blank_file_writes_nothing_and_says_why(project, quick_test_cmd, written, outcome,
                                                                     said):

@@ -1,4 +1,5 @@
-"""SEARCH markers that name their file, and conflict markers that are not SEARCH markers."""
+"""SEARCH markers that name their file, and conflict markers: text inside a block, a SEARCH line where a
+whole block follows them."""
 
 from deltaserve.tools.search_replace import parse_search_replace_blocks
 
@@ -14,3 +15,12 @@ def test_a_conflict_marker_inside_a_block_is_text():
     [block] = parse_search_replace_blocks(text)
     assert block.search == "<<<<<<< HEAD\nold\n"
     assert parse_search_replace_blocks("<<<<<<< HEAD\nx\n") == []
+
+
+def test_a_block_written_in_conflict_style_is_read():
+    """Two 1.5B replies: a conflict marker (or a function name) in place of SEARCH, REPLACE in any case."""
+    for opening, closing in (("<<<<<<< HEAD", ">>>>>>> REPLACE"), ("<<<<<<< from_roman", ">>>>>>> replace")):
+        text = f"mod.py\n```\n{opening}\nold\n=======\nnew\n{closing}\n```\n"
+        [block] = parse_search_replace_blocks(text)
+        assert (block.path, block.search, block.replace) == ("mod.py", "old\n", "new\n")
+    assert parse_search_replace_blocks("mod.py\n<<<<<<< HEAD\nold\n=======\nnew\n>>>>>>> main\n") == []
