@@ -137,10 +137,13 @@ class Agent:
                                temperature=max(self.stalls.temperature(), self.config.resample_temperature))
         return replace(client.combined(repeat, [again]), text=again.text, texts=[again.text])
 
-    def pick(self, reply) -> tuple[client.Completion, list[CandidateOutcome]]:
-        """The candidate to keep (as `reply` with its text) and every candidate's outcome."""
+    def pick(self, reply, messages: list[dict], prediction: str | None,
+             step: int) -> tuple[client.Completion, list[CandidateOutcome], bool]:
+        """The candidate to keep (as `reply` with its text), every candidate's outcome, and whether a second
+        round was asked for: when every candidate repeats an earlier reply, none is worth a step, so as
+        many more are sampled hotter (the step counts both rounds)."""
         if len(reply.texts) < 2:
-            return reply, []
+            return reply, [], False
 
         def trial(text: str):
             fmt = self.prompt_format if self.plan else self.format  # `auto` reads any format's syntax
@@ -148,9 +151,16 @@ class Agent:
                              self.config.allow_test_edits, self.sandbox, self.code_in_play(),
                              self.seen_in_part())
 
-        per_choice = (reply.metrics or {}).get("choices")
-        index, outcomes = choose(reply.texts, trial, self.replies, per_choice)
-        return replace(reply, text=reply.texts[index]), outcomes
+        index, outcomes = choose(reply.texts, trial, self.replies, (reply.metrics or {}).get("choices"))
+        again = all(o.outcome == "repeated reply" for o in outcomes)
+        if again:
+            n = self.config.candidates
+            more = client.complete_candidates(n, **self._call_args(messages, prediction),
+                                              temperature=self.stalls.hotter(),
+                                              seed=RESAMPLE_SEED + step * n, call=self._complete)
+            reply = client.combined(reply, [more])
+            index, outcomes = choose(reply.texts, trial, self.replies, (reply.metrics or {}).get("choices"))
+        return replace(reply, text=reply.texts[index]), outcomes, again
 
     def run_tests(self):
         result = run_tests(self.workspace, self.test_cmd, timeout=self.config.test_timeout,
@@ -301,9 +311,9 @@ class Agent:
                 if "connection error" in str(exc).lower() and self.config.api_base:
                     stopped += f" (is a server listening at {self.config.api_base}?)"
                 return stopped
-            reply, tried = self.pick(reply)
-            resampled = not tried and reply.text.strip() in self.replies
-            if resampled:
+            reply, tried, resampled = self.pick(reply, messages, self.prediction(), step)
+            if not tried and reply.text.strip() in self.replies:
+                resampled = True
                 reply = self.resample(messages, self.prediction(), step, reply)
             prompt.add_reply(reply.text)
             self.watch_reply(reply.text)

@@ -56,6 +56,12 @@ class StallPolicy:
         hotter = self.resample_temperature + ESCALATION_STEP * max(0, self.in_a_row - 1)
         return max(self.base_temperature, min(hotter, MAX_TEMPERATURE))
 
+    def hotter(self) -> float:
+        """A temperature one escalation above what sampling uses now: for a second round of candidates
+        when every candidate of the first repeated an earlier reply."""
+        now = max(self.temperature(), self.resample_temperature)
+        return min(now + ESCALATION_STEP, MAX_TEMPERATURE)
+
     def avoid(self) -> list[str]:
         """Formats `auto` should not choose next: those that stalled, once two stalls came in a row."""
         return list(self.stalled_formats) if self.avoiding else []

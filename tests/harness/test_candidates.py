@@ -73,3 +73,24 @@ def test_choose_stops_at_the_first_pass_and_else_takes_the_most_passing():
                                                              "not tried"]
     passing, unrun = CandidateOutcome(index=1, outcome="tests pass"), CandidateOutcome(index=0, outcome="x")
     assert passing.rank() < unrun.rank()
+
+
+def test_a_round_of_repeated_candidates_is_sampled_again_hotter(project, quick_test_cmd, tmp_path):
+    """Step 2's candidates all repeat step 1's reply (a small model does so even sampled): none is tried,
+    and as many more are asked for, hotter, in the same step; both rounds are counted."""
+    calls: list[dict] = []
+    agent = Agent(project, "add() returns the wrong result", test_cmd=quick_test_cmd, model=MODEL,
+                  edit_format="symbol", candidates=2, max_steps=2, trace=tmp_path / "t.jsonl",
+                  complete=scripted([WRONG, WRONG, WRONG, WRONG, NOOP, RIGHT], calls))
+    report = agent.run()
+    first, second = report.steps
+    assert first.outcome == "tests fail" and [c.outcome for c in first.candidates] == ["tests fail",
+                                                                                        "repeated reply"]
+    assert second.outcome == "tests pass" and second.resampled and second.reply == RIGHT
+    # NOOP's `a - b` is a change once step 1's `a * b` is in place
+    assert [c.outcome for c in second.candidates] == ["repeated reply", "repeated reply", "tests fail",
+                                                      "tests pass"]
+    assert second.completion_tokens == 80  # both rounds' decodes
+    greedy, sampled, again = calls[2:]  # round 1: the greedy reply and one sample; round 2: two samples
+    assert "n" not in greedy and sampled["n"] == 1 and again["n"] == 2
+    assert again["temperature"] > sampled["temperature"] > 0 and again["seed"] != sampled["seed"]
