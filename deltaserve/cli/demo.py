@@ -6,14 +6,15 @@ from __future__ import annotations
 from pathlib import Path
 
 from deltaserve.cli import COMMANDS, default
-from deltaserve.evals.demo import DemoConfig, run_demo
+from deltaserve.evals.demo import DEMO_TASK, DemoConfig, run_demo
 
 
 def register(subparsers) -> None:
     parser = subparsers.add_parser("demo", help=COMMANDS["demo"])
     parser.add_argument("--model", default=default(DemoConfig, "model"),
                         help="engine model: bundled name, HF dir or .gguf (default: %(default)s)")
-    parser.add_argument("--task", help="example task id (default: the one with the smallest edited file)")
+    parser.add_argument("--task",
+                        help=f"example task id (default: {DEMO_TASK}, a one-line bug in a real-sized file)")
     parser.add_argument("--format", default=default(DemoConfig, "edit_format"),
                         help="the agent's edit format (default: %(default)s)")
     parser.add_argument("--max-steps", type=int, default=default(DemoConfig, "max_steps"))
