@@ -22,6 +22,7 @@ from deltaserve.tools.tests import run_tests
 from deltaserve.tools.workspace import Workspace
 
 PASSED = "tests pass"
+UNTRIED = ("repeated reply", "not tried")
 
 
 class Trial(NamedTuple):
@@ -41,8 +42,14 @@ class CandidateOutcome(BaseModel):
 
     def rank(self) -> tuple[int, int, int, int]:
         """Lower is better: passing, then most passing tests and fewest failing, then edits that did not
-        run, then order."""
-        tier = 0 if self.outcome == PASSED else (1 if self.failing is not None else 2)
+        run (their feedback says why), then replies that repeat an earlier one (it has been said), then
+        order."""
+        if self.outcome == PASSED:
+            tier = 0
+        elif self.failing is not None:
+            tier = 1
+        else:
+            tier = 3 if self.outcome in UNTRIED else 2
         return tier, -(self.passed or 0), self.failing or 0, self.index
 
 

@@ -68,6 +68,8 @@ def test_choose_stops_at_the_first_pass_and_else_takes_the_most_passing():
     assert outcomes[2].passed == 7
     index, _ = choose(["e", "a"], trial, earlier=[])
     assert index == 1  # fewer failing, but nothing passing, ranks below three failing and five passing
+    index, outcomes = choose(["a", "c"], trial, earlier=["a"])
+    assert index == 1  # an edit that did not apply (its error is feedback) over a repeat of an earlier reply
     index, outcomes = choose(["a", "d", "b", "a"], trial, earlier=["a"])
     assert index == 1 and [o.outcome for o in outcomes] == ["repeated reply", "tests pass", "not tried",
                                                              "not tried"]
