@@ -56,9 +56,8 @@ class CandidateOutcome(BaseModel):
 def try_reply(fmt, text: str, root: Path, test_cmd: str, timeout: float, allow_test_edits: bool,
               sandbox: Sandbox | str = "auto", in_play: list[str] = (),
               seen_in_part: frozenset[str] = frozenset()) -> Trial:
-    """What one reply's edits applied to a scratch copy of `root`, its tests run in
-    `sandbox` (the agent's); edits naming a missing file are re-aimed among `in_play` as the agent would
-    (harness/path_repair.py)."""
+    """What one reply's edits did on a scratch copy of `root`, its tests run in `sandbox` (the agent's);
+    edits naming a missing file are re-aimed among `in_play` as the agent would (harness/path_repair.py)."""
     copy = make_copy(root)
     try:
         scratch = Workspace(copy)
