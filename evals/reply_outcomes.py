@@ -3,8 +3,9 @@
 An agent eval writes one trace per task (`<out>/runs/*.trace.jsonl`, a JSON object per step). Every reply
 counts, each parallel candidate included; a reply identical to an earlier one is left out (it was not
 applied again, so it says nothing about the format). A reply *applied* when its edits were written and the
-tests ran ("tests pass" / "tests fail"). These rates are what `--format auto` needs as its prior
-(harness/format_choice.py MEASURED_PRIORS): measured with each format forced, over a whole suite.
+tests ran ("tests pass" / "tests fail" / "tests worse", then undone). These rates are what `--format auto`
+needs as its prior (harness/format_choice.py MEASURED_PRIORS): measured with each format forced, over a
+whole suite.
 """
 
 from __future__ import annotations
@@ -15,7 +16,7 @@ from pathlib import Path
 
 from deltaserve.harness.accounting import RunReport, StepReport
 
-APPLIED = ("tests pass", "tests fail")
+APPLIED = ("tests pass", "tests fail", "tests worse")
 NOT_A_REPLY = ("repeated reply", "not tried")
 
 

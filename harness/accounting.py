@@ -24,6 +24,7 @@ class ApplyOutcome(BaseModel):
     strategies: list[str] = []
     error: str | None = None  # the PatchError message the model was shown
     dry_run: bool = False
+    undone: bool = False  # written, then undone: the tests came out worse (harness/regressions.py)
 
 
 class TestOutcome(BaseModel):

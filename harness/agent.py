@@ -27,11 +27,12 @@ from deltaserve.harness.formats.reminders import reminder
 from deltaserve.harness.path_repair import repair_paths
 from deltaserve.harness.prefix_monitor import PrefixBreak, PrefixMonitor, chat_prompt_ids, reply_ids
 from deltaserve.harness.prompt import Prompt
+from deltaserve.harness.regressions import regressed
 from deltaserve.harness.stalls import StallPolicy
 from deltaserve.harness.task_prompt import first_prompt
 from deltaserve.harness.tokens import TokenCounter
 from deltaserve.harness.trace import TraceWriter
-from deltaserve.harness.workspace_guard import Snapshot, check_clean
+from deltaserve.harness.workspace_guard import Checkpoint, Snapshot, check_clean
 from deltaserve.tools.fences import fenced_blocks
 from deltaserve.tools.sandbox import choose as choose_sandbox
 from deltaserve.tools.tests import is_test_path, run_tests
@@ -95,6 +96,7 @@ class Agent:
         # replies that changed nothing: sample, then hotter and (auto) in another format
         self.stalls = StallPolicy(self.config.temperature, self.config.resample_temperature)
         self.last_test_output = ""  # the latest test run's output, for the hints after a no-op edit
+        self.baseline = None  # the test run of the code as it stands (an undone edit's run is not)
         self.prompts: list[list[dict]] = []  # every prompt sent, for inspection and tests
         self._monitor: PrefixMonitor | None = None
         self._monitor_tokenizer: Any = ...  # resolved at the first step; None: no tokenizer, no monitor
@@ -166,6 +168,7 @@ class Agent:
         result = run_tests(self.workspace, self.test_cmd, timeout=self.config.test_timeout,
                            sandbox=self.sandbox)
         self.last_test_output = result.output
+        self.baseline = result
         return result
 
     def no_op_feedback(self, told: str, files: list[str]) -> str:
@@ -384,6 +387,7 @@ class Agent:
                 applied = ApplyOutcome(ok=False, error=told, dry_run=dry_run)
                 return make(action="edit", outcome=outcome, apply=applied), StepDetails(told)
             self.snapshot.remember(preview.files_changed)
+            checkpoint = Checkpoint(self.workspace, preview.files_changed)
             result = preview if dry_run else fmt.apply(edits, self.workspace)
         except NoChangesError as exc:  # the tools found nothing to change: the same outcome as refusal()'s
             paths = list(exc.paths or edited_paths(edits))
@@ -396,7 +400,7 @@ class Agent:
             quoted = quoted_tests(edits, self.workspace, self.in_play())
             return (make(action="edit", outcome="apply failed", apply=applied),
                     StepDetails(feedback.unapplied_edits(exc.message, quoted)))
-        return self._applied(result, make)
+        return self._applied(result, make, checkpoint)
 
     def parse_reply(self, text: str) -> tuple[list, formats.EditFormat]:
         """(edits, the format that read them). A fixed format reads its own syntax. Under `auto` the
@@ -418,8 +422,9 @@ class Agent:
         self.replies.append(key)
         return earlier
 
-    def _applied(self, result, make) -> tuple[StepReport, StepDetails]:
-        """Edits that were applied (or previewed): run the tests and report."""
+    def _applied(self, result, make, checkpoint: Checkpoint) -> tuple[StepReport, StepDetails]:
+        """Edits that were applied (or previewed): run the tests and report; undo the edits when the tests
+        came out worse than before them (unless keep_worse_edits)."""
         dry_run = self.config.dry_run
         whole_tokens = accounting.whole_file_tokens(result.new_contents, self.count)
         applied = ApplyOutcome(ok=True, files_changed=list(result.files_changed), dry_run=dry_run,
@@ -432,9 +437,16 @@ class Agent:
         if dry_run:
             return (make(action="edit", outcome="dry run", apply=applied, whole_file_tokens=whole_tokens),
                     StepDetails(changed, result.diff, files, dry_run=True))
+        before = self.baseline
         tests = self.run_tests()
         outcome = "tests pass" if tests.ok else "tests fail"
         told = f"{changed}\n\n{feedback.describe_tests(tests, self.test_cmd, self.config.output_tail_chars)}"
+        worse = not tests.ok and before is not None and regressed(tests, before)
+        if worse and not self.config.keep_worse_edits:
+            checkpoint.restore()
+            self.baseline, self.last_test_output = before, before.output
+            outcome, applied.undone = "tests worse", True
+            told = f"{told}\n\n{feedback.worse_edits_undone(before, tests)}"
         return (make(action="edit", outcome=outcome, apply=applied, tests=TestOutcome.from_result(tests),
                      whole_file_tokens=whole_tokens), StepDetails(told, result.diff, files))
 

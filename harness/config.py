@@ -59,6 +59,9 @@ class AgentConfig(BaseModel):
     of the workspace; the first that makes the tests pass is kept, else the one passing most tests."""
     allow_test_edits: bool = False
     """Let the model edit test files (otherwise such edits are refused before anything is written)."""
+    keep_worse_edits: bool = False
+    """Keep an edit after which fewer tests pass (or as many pass and more fail) than before it; by default
+    it is undone and the model told so (harness/regressions.py)."""
     resample_temperature: float = Field(default=0.7, gt=0.0)
     """Temperature of the calls after a step that changed nothing (a reply repeating an earlier one, a no-op
     edit), each with a new seed, rising with every further such step in a row (harness/stalls.py); also of

@@ -122,3 +122,11 @@ def syntax_error(path: str, error: SyntaxError) -> str:
     return (f"Your edits would leave {path} with a Python syntax error at {where} ({error.msg}){shown}\n"
             "Nothing was changed. Write the edit again as valid Python: complete statements, the same "
             "indentation as the code around it.")
+
+
+def worse_edits_undone(before, after) -> str:
+    """After the test output of an edit that made the tests worse (harness/regressions.py)."""
+    return (f"Your edit made the tests worse: before it {before.passed} passed and "
+            f"{before.failed + before.errors} failed, after it {after.passed} passed and "
+            f"{after.failed + after.errors} failed. It has been undone; the files are as they were before "
+            "it. Find the cause of the original failure and try a different change.")

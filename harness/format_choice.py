@@ -119,8 +119,8 @@ def choose_format(files: list[FileStats], history: list[tuple[str, bool]], local
 # outcomes that say the reply's edits in the step's format did (True) or did not (False) apply (an edit that
 # breaks the syntax was not usable); others (a refused test edit, a lookup, a repeated reply) say nothing
 # about the format
-_APPLIED = {"tests pass": True, "tests fail": True, "dry run": True, "apply failed": False,
-            "parse failed": False, "no edits": False, "no-op edit": False,
+_APPLIED = {"tests pass": True, "tests fail": True, "tests worse": True, "dry run": True,
+            "apply failed": False, "parse failed": False, "no edits": False, "no-op edit": False,
             "example copied": False, "empty file": False, "cut off": False, "syntax error": False}
 
 

@@ -2,7 +2,8 @@
 
 A stalled step is a reply the agent could not use to make progress although it was well formed: a reply
 identical to an earlier one, edits that leave every file as it was (a function re-typed unchanged), the
-instructions' example copied back, a file left blank. A small model asked the same question at
+instructions' example copied back, a file left blank, an edit undone because the tests came out worse
+(harness/regressions.py). A small model asked the same question at
 temperature 0 answers the same way, and even sampled it tends to fall back on the same reading of the code,
 so the response escalates with the run of stalls in a row:
 
@@ -20,7 +21,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-STALL_OUTCOMES = ("repeated reply", "no-op edit", "example copied", "empty file")
+STALL_OUTCOMES = ("repeated reply", "no-op edit", "example copied", "empty file", "tests worse")
 ESCALATION_STEP = 0.3
 MAX_TEMPERATURE = 1.3
 

@@ -10,10 +10,10 @@ import tempfile
 from pathlib import Path
 
 from deltaserve.errors import DirtyWorkspaceError
+from deltaserve.tools.textfile import atomic_write
 
 _COPY_IGNORE = shutil.ignore_patterns(".venv", "venv", "__pycache__", ".pytest_cache", "node_modules",
                                       ".mypy_cache")
-
 
 
 def uncommitted_changes(root: Path) -> list[str] | None:
@@ -72,3 +72,21 @@ class Snapshot:
                                         tofile=f"b/{path}" if after is not None else "/dev/null")
         no_newline = "\n\\ No newline at end of file\n"
         return "".join(line if line.endswith("\n") else line + no_newline for line in out)
+
+
+class Checkpoint:
+    """The bytes and mode of some files (None: absent) just before an edit, so that an edit can be undone
+    exactly: encoding, line endings and permissions as they were, a file it created removed."""
+
+    def __init__(self, workspace, paths):
+        self.workspace = workspace
+        self.saved = {p: (workspace.read_bytes(p), workspace.mode(p)) if workspace.exists(p) else None
+                      for p in paths}
+
+    def restore(self) -> None:
+        for path, saved in self.saved.items():
+            real = self.workspace.resolve(path)
+            if saved is None:
+                real.unlink(missing_ok=True)
+            else:
+                atomic_write(real, *saved)
