@@ -17,7 +17,7 @@ from pathlib import Path
 from deltaserve.harness.accounting import RunReport, StepReport
 
 APPLIED = ("tests pass", "tests fail", "tests worse")
-NOT_A_REPLY = ("repeated reply", "not tried")
+NOT_A_REPLY = ("repeated reply", "repeated edit", "not tried")
 
 
 @dataclass

@@ -32,6 +32,7 @@ from deltaserve.harness.stalls import StallPolicy
 from deltaserve.harness.task_prompt import first_prompt
 from deltaserve.harness.tokens import TokenCounter
 from deltaserve.harness.trace import TraceWriter
+from deltaserve.harness.tried_code import START, CodeState, code_state
 from deltaserve.harness.workspace_guard import Checkpoint, Snapshot, check_clean
 from deltaserve.tools.fences import fenced_blocks
 from deltaserve.tools.sandbox import choose as choose_sandbox
@@ -97,6 +98,7 @@ class Agent:
         self.stalls = StallPolicy(self.config.temperature, self.config.resample_temperature)
         self.last_test_output = ""  # the latest test run's output, for the hints after a no-op edit
         self.baseline = None  # the test run of the code as it stands (an undone edit's run is not)
+        self.tried: dict[CodeState, int] = {START: 0}  # code whose tests ran -> its step (0: at the start)
         self.prompts: list[list[dict]] = []  # every prompt sent, for inspection and tests
         self._monitor: PrefixMonitor | None = None
         self._monitor_tokenizer: Any = ...  # resolved at the first step; None: no tokenizer, no monitor
@@ -147,11 +149,16 @@ class Agent:
         if len(reply.texts) < 2:
             return reply, [], False
 
+        tried = set(self.tried)  # and the code of this step's candidates, as they are tried
+
         def trial(text: str):
             fmt = self.prompt_format if self.plan else self.format  # `auto` reads any format's syntax
-            return try_reply(fmt, text, self.workspace.root, self.test_cmd, self.config.test_timeout,
-                             self.config.allow_test_edits, self.sandbox, self.code_in_play(),
-                             self.seen_in_part())
+            outcome = try_reply(fmt, text, self.workspace.root, self.test_cmd, self.config.test_timeout,
+                                self.config.allow_test_edits, self.sandbox, self.code_in_play(),
+                                self.seen_in_part(), self.snapshot.originals, tried)
+            if outcome.state is not None:
+                tried.add(outcome.state)
+            return outcome
 
         index, outcomes = choose(reply.texts, trial, self.replies, (reply.metrics or {}).get("choices"))
         again = all(o.outcome == "repeated reply" for o in outcomes)
@@ -368,13 +375,14 @@ class Agent:
         if not edits:
             return self._lookups(reply.text, make)
         edits, moved = repair_paths(edits, self.workspace, self.code_in_play())
-        step_report, details = self._apply(edits, fmt, make)
+        step_report, details = self._apply(edits, fmt, make, step)
         if moved:  # said first: the model should name the real file next time
             details = replace(details, feedback=f"{feedback.moved_edits(moved)}\n\n{details.feedback}")
         return step_report, details
 
-    def _apply(self, edits: list, fmt, make) -> tuple[StepReport, StepDetails]:
-        """Check and apply parsed edits (or preview them in a dry run), then run the tests."""
+    def _apply(self, edits: list, fmt, make, step: int) -> tuple[StepReport, StepDetails]:
+        """Check and apply parsed edits (or preview them in a dry run), then run the tests; edits giving
+        code whose tests have run already are not applied again."""
         dry_run = self.config.dry_run
         try:
             # raises before anything is written
@@ -386,6 +394,11 @@ class Agent:
                     told = self.no_op_feedback(told, list(preview.new_contents) or edited_paths(edits))
                 applied = ApplyOutcome(ok=False, error=told, dry_run=dry_run)
                 return make(action="edit", outcome=outcome, apply=applied), StepDetails(told)
+            state = code_state(self.workspace, self.snapshot.originals, preview.new_contents)
+            if state in self.tried and not dry_run:
+                told = feedback.repeated_edit(self.tried[state])
+                applied = ApplyOutcome(ok=False, error=told, dry_run=dry_run)
+                return make(action="edit", outcome="repeated edit", apply=applied), StepDetails(told)
             self.snapshot.remember(preview.files_changed)
             checkpoint = Checkpoint(self.workspace, preview.files_changed)
             result = preview if dry_run else fmt.apply(edits, self.workspace)
@@ -400,6 +413,8 @@ class Agent:
             quoted = quoted_tests(edits, self.workspace, self.in_play())
             return (make(action="edit", outcome="apply failed", apply=applied),
                     StepDetails(feedback.unapplied_edits(exc.message, quoted)))
+        if not dry_run:
+            self.tried[state] = step
         return self._applied(result, make, checkpoint)
 
     def parse_reply(self, text: str) -> tuple[list, formats.EditFormat]:

@@ -7,7 +7,7 @@ step report."""
 from __future__ import annotations
 
 import shutil
-from collections.abc import Callable
+from collections.abc import Callable, Collection
 from pathlib import Path
 from typing import NamedTuple
 
@@ -16,20 +16,23 @@ from pydantic import BaseModel
 from deltaserve.errors import ToolError
 from deltaserve.harness.edit_checks import copied_placeholders, refusal
 from deltaserve.harness.path_repair import repair_paths
+from deltaserve.harness.tried_code import CodeState, code_state
 from deltaserve.harness.workspace_guard import make_copy
 from deltaserve.tools.sandbox import Sandbox
 from deltaserve.tools.tests import run_tests
 from deltaserve.tools.workspace import Workspace
 
 PASSED = "tests pass"
-UNTRIED = ("repeated reply", "not tried")
+UNTRIED = ("repeated reply", "repeated edit", "not tried")
 
 
 class Trial(NamedTuple):
-    """What one reply's edits did on a scratch copy; the counts only when the tests ran."""
+    """What one reply's edits did on a scratch copy; the counts and the code's state only when the tests
+    ran."""
     outcome: str
     failing: int | None = None
     passed: int | None = None
+    state: CodeState | None = None
 
 
 class CandidateOutcome(BaseModel):
@@ -55,9 +58,12 @@ class CandidateOutcome(BaseModel):
 
 def try_reply(fmt, text: str, root: Path, test_cmd: str, timeout: float, allow_test_edits: bool,
               sandbox: Sandbox | str = "auto", in_play: list[str] = (),
-              seen_in_part: frozenset[str] = frozenset()) -> Trial:
+              seen_in_part: frozenset[str] = frozenset(), originals: dict[str, str | None] | None = None,
+              tried: Collection[CodeState] = ()) -> Trial:
     """What one reply's edits did on a scratch copy of `root`, its tests run in `sandbox` (the agent's);
-    edits naming a missing file are re-aimed among `in_play` as the agent would (harness/path_repair.py)."""
+    edits naming a missing file are re-aimed among `in_play` as the agent would (harness/path_repair.py).
+    Edits giving code in `tried` (harness/tried_code.py; `originals`: the run's touched files at its
+    start) are not run again: "repeated edit"."""
     copy = make_copy(root)
     try:
         scratch = Workspace(copy)
@@ -75,14 +81,17 @@ def try_reply(fmt, text: str, root: Path, test_cmd: str, timeout: float, allow_t
             refused = refusal(preview, scratch, allow_test_edits, seen_in_part)
             if refused is not None:
                 return Trial(refused[0])
+            state = code_state(scratch, originals or {}, preview.new_contents)
+            if state in tried:
+                return Trial("repeated edit")
             fmt.apply(edits, scratch)
         except ToolError:
             return Trial("apply failed")
         result = run_tests(scratch, test_cmd, timeout=timeout, sandbox=sandbox)
         if result.ok:
-            return Trial(PASSED, 0, result.passed)
+            return Trial(PASSED, 0, result.passed, state)
         # a failing command that counts nothing still failed
-        return Trial("tests fail", (result.failed + result.errors) or 1, result.passed)
+        return Trial("tests fail", (result.failed + result.errors) or 1, result.passed, state)
     finally:
         shutil.rmtree(copy.parent, ignore_errors=True)
 

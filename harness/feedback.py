@@ -130,3 +130,10 @@ def worse_edits_undone(before, after) -> str:
             f"{before.failed + before.errors} failed, after it {after.passed} passed and "
             f"{after.failed + after.errors} failed. It has been undone; the files are as they were before "
             "it. Find the cause of the original failure and try a different change.")
+
+
+def repeated_edit(step: int) -> str:
+    """Edits giving code whose tests have run already (harness/tried_code.py)."""
+    when = "the code as it was at the start" if step == 0 else f"the code your edit at step {step} gave"
+    return (f"Your edits give exactly {when}, whose tests have run already and failed; nothing was "
+            "changed. Look at the failure once more and make a different change.")

@@ -21,7 +21,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-STALL_OUTCOMES = ("repeated reply", "no-op edit", "example copied", "empty file", "tests worse")
+STALL_OUTCOMES = ("repeated reply", "repeated edit", "no-op edit", "example copied", "empty file",
+                  "tests worse")
 ESCALATION_STEP = 0.3
 MAX_TEMPERATURE = 1.3
 

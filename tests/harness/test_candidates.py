@@ -89,8 +89,8 @@ def test_a_round_of_repeated_candidates_is_sampled_again_hotter(project, quick_t
     assert first.outcome == "tests fail" and [c.outcome for c in first.candidates] == ["tests fail",
                                                                                         "repeated reply"]
     assert second.outcome == "tests pass" and second.resampled and second.reply == RIGHT
-    # NOOP's `a - b` is a change once step 1's `a * b` is in place
-    assert [c.outcome for c in second.candidates] == ["repeated reply", "repeated reply", "tests fail",
+    # NOOP's `a - b`, once step 1's `a * b` is in place, gives back the code tested at the start
+    assert [c.outcome for c in second.candidates] == ["repeated reply", "repeated reply", "repeated edit",
                                                       "tests pass"]
     assert second.completion_tokens == 80  # both rounds' decodes
     greedy, sampled, again = calls[2:]  # round 1: the greedy reply and one sample; round 2: two samples
