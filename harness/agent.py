@@ -41,6 +41,7 @@ from deltaserve.tools.workspace import Workspace
 
 # formats whose replies re-type old code, which a prediction of that code drafts
 PREDICTED_FORMATS = ("whole", "symbol")
+REPEATS = ("repeated reply", "repeated edit")  # candidates that say nothing new: none is worth a step
 RESAMPLE_SEED = 10_000  # seeds of in-step resamples: apart from the per-step seeds of sampled calls
 
 
@@ -144,8 +145,8 @@ class Agent:
     def pick(self, reply, messages: list[dict], prediction: str | None,
              step: int) -> tuple[client.Completion, list[CandidateOutcome], bool]:
         """The candidate to keep (as `reply` with its text), every candidate's outcome, and whether a second
-        round was asked for: when every candidate repeats an earlier reply, none is worth a step, so as
-        many more are sampled hotter (the step counts both rounds)."""
+        round was asked for: when every candidate repeats an earlier reply or the code of an earlier edit,
+        none is worth a step, so as many more are sampled hotter (the step counts both rounds)."""
         if len(reply.texts) < 2:
             return reply, [], False
 
@@ -161,7 +162,7 @@ class Agent:
             return outcome
 
         index, outcomes = choose(reply.texts, trial, self.replies, (reply.metrics or {}).get("choices"))
-        again = all(o.outcome == "repeated reply" for o in outcomes)
+        again = all(o.outcome in REPEATS for o in outcomes)
         if again:
             n = self.config.candidates
             more = client.complete_candidates(n, **self._call_args(messages, prediction),

@@ -50,3 +50,18 @@ def test_candidates_giving_the_same_code_are_tested_once(project, quick_test_cmd
                   complete=scripted_candidates([wrong, same_code, right], calls))
     (step,) = agent.run().steps
     assert [c.outcome for c in step.candidates] == ["tests fail", "repeated edit", "tests pass"]
+
+
+def test_a_round_giving_only_tested_code_is_sampled_again(project, quick_test_cmd):
+    wrong = "calc.py\n```python\ndef add(a, b):\n    return a * b\n```\n"
+    back = "calc.py\n```python\ndef add(a, b):\n    return a - b\n```\n"  # the code at the start again
+    back_too = "calc.py\n```python\ndef add(a, b):\n    return a - b\n\n```\n"
+    right = "calc.py\n```python\ndef add(a, b):\n    return a + b\n```\n"
+    calls: list[dict] = []
+    agent = Agent(project, "add() returns the wrong result", test_cmd=quick_test_cmd, model=MODEL,
+                  edit_format="symbol", candidates=2, max_steps=2,
+                  complete=scripted_candidates([wrong, wrong, back, back_too, right, right], calls))
+    first, second = agent.run().steps
+    assert first.outcome == "tests fail"
+    assert [c.outcome for c in second.candidates][:3] == ["repeated edit", "repeated edit", "tests pass"]
+    assert second.resampled and second.outcome == "tests pass"
