@@ -17,13 +17,16 @@ class EngineConfig(BaseModel):
     model: str = "smollm2-135m"
     # Download a hub id missing from the local Hugging Face cache (never under HF_HUB_OFFLINE)
     allow_download: bool = False
-    # "auto": bfloat16 on CUDA and on CPU (faster than float32 on CPU: bench engine --ours fp32,bf16).
+    # "auto": bfloat16 on CUDA and on CPUs with native bf16 matmuls (faster than float32 there: bench engine
+    # --ours fp32,bf16), float32 on CPUs that would emulate them (engine/quant.py default_dtype).
     dtype: Literal["auto", "float32", "bfloat16", "float16"] = "auto"
     device: str = "auto"  # "auto" -> cuda when available, else cpu
     num_threads: int | None = Field(default=None, ge=1)  # CPU intra-op threads; None keeps torch's default
-    # Weight-only quantization of the linear layers (engine/quant.py); the KV cache keeps `dtype`.
-    # "auto": int4 for bfloat16 on CPU, none otherwise (fp32 is the reference mode).
-    quant: Literal["auto", "none", "int8", "int4"] = "auto"
+    # Quantized linear layers (engine/quant.py): int4 / int8 weight-only, w8a8 int8 weights and per-row
+    # int8 activations (fbgemm, x86); the KV cache keeps `dtype`.
+    # "auto" on CPU: what decodes fastest there (quant.preferred_quant: int4 where bf16 is native, w8a8 on
+    # AVX2); none on CUDA and for a float32 asked for (fp32 is the reference mode).
+    quant: Literal["auto", "none", "int8", "int4", "w8a8"] = "auto"
     quant_group_size: Literal[32, 64, 128, 256] = 32  # int4 inputs per scale/zero; 32 = GGUF's Q4 block
     # The LM head's precision: "auto" = int8 with dynamic int8 activations (fbgemm) when the layers are
     # quantized, where fbgemm runs; bf16 otherwise (engine/quant.py head_quant_for). int4 is the fastest

@@ -34,7 +34,7 @@ from deltaserve.engine.loader import LoadedModel, load_model
 from deltaserve.engine.model import LlamaModel, Span, max_positions_for
 from deltaserve.engine.outputs import DraftCounts, EngineStats, RequestOutput, add_drafts
 from deltaserve.engine.prefix_cache import BlockManager
-from deltaserve.engine.quant import resolve_quant
+from deltaserve.engine.quant import default_dtype, resolve_quant
 from deltaserve.engine.sampler import SamplingParams, make_generator, sample
 from deltaserve.engine.scheduler import ScheduledSpan, Scheduler
 from deltaserve.engine.sequence import Sequence, Status
@@ -67,13 +67,12 @@ class Engine:
         self.device = torch.device(
             ("cuda" if torch.cuda.is_available() else "cpu") if config.device == "auto" else config.device
         )
-        # bf16 on CPU too: faster than fp32 for decode and prefill (deltaserve bench engine --ours fp32,bf16).
-        self.dtype = torch.bfloat16 if config.dtype == "auto" else DTYPES[config.dtype]
+        self.dtype = default_dtype(self.device) if config.dtype == "auto" else DTYPES[config.dtype]
         if config.num_threads:
             torch.set_num_threads(config.num_threads)
 
         max_positions = max_positions_for(loaded.hf_config, config.max_model_len)
-        self.quant = resolve_quant(config.quant, self.device, self.dtype)
+        self.quant = resolve_quant(config.quant, self.device, self.dtype, dtype_chosen=config.dtype == "auto")
         self.model = LlamaModel(loaded.hf_config, loaded.weights, self.dtype, self.device, max_positions,
                                 self.quant, config.quant_group_size, config.quant_lm_head)
         loaded.weights = {}  # the model holds its own (fused, cast) copies
@@ -82,7 +81,8 @@ class Engine:
         num_blocks = config.num_blocks
         if num_blocks is None:  # a memory budget, but no more than max_num_seqs full-length sequences need
             useful = config.max_num_seqs * -(-max_positions // config.block_size)
-            num_blocks = min(useful, default_num_blocks(per_block, self.device, config.kv_cache_memory_mb))
+            budget = default_num_blocks(per_block, self.device, config.kv_cache_memory_mb, self.dtype)
+            num_blocks = min(useful, budget)
         self.max_model_len = min(max_positions, num_blocks * config.block_size)
         self.kv = KVCache(m.num_layers, num_blocks, config.block_size, m.num_kv_heads, m.head_dim,
                           self.dtype, self.device)

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import torch
 
-DEFAULT_CPU_KV_MB = 768
+DEFAULT_CPU_KV_MB = 768  # for a 2-byte dtype: float32 gets twice that, so the default holds as many tokens
 DEFAULT_CUDA_KV_FRACTION = 0.5  # of the memory free after loading weights
 
 
@@ -22,14 +22,15 @@ def bytes_per_block(num_layers: int, block_size: int, kv_heads: int, head_dim: i
     return 2 * num_layers * block_size * kv_heads * head_dim * torch.empty((), dtype=dtype).element_size()
 
 
-def default_num_blocks(per_block: int, device: torch.device, kv_cache_memory_mb: int | None) -> int:
+def default_num_blocks(per_block: int, device: torch.device, kv_cache_memory_mb: int | None,
+                       dtype: torch.dtype = torch.bfloat16) -> int:
     if kv_cache_memory_mb is not None:
         budget = kv_cache_memory_mb * 2**20
     elif device.type == "cuda":
         free, _ = torch.cuda.mem_get_info(device)
         budget = int(free * DEFAULT_CUDA_KV_FRACTION)
-    else:
-        budget = DEFAULT_CPU_KV_MB * 2**20
+    else:  # float32 where bf16 is emulated (quant.default_dtype): the same tokens as bf16 elsewhere
+        budget = DEFAULT_CPU_KV_MB * 2**20 * max(1, dtype.itemsize // 2)
     return max(1, budget // per_block)
 
 

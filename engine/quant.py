@@ -1,20 +1,23 @@
-"""Weight-only quantized linears on CPU, run by torch's own kernels.
+"""Quantized linears on CPU, run by torch's own kernels.
 
 - int4: groups of `group_size` input features share a scale and a zero point (asymmetric min/max
   rounding), the layout of `torch.ops.aten._weight_int4pack_mm_for_cpu`: w = (q - 8) * scale + zero,
   q in 0..15. Group 32 is the block of GGUF's Q4_0/Q4_1/Q4_K, so a 4-bit GGUF comes through almost
   unchanged (its blocks already hold 16 levels between their min and max).
-- int8: one symmetric scale per output channel, `torch.ops.aten._weight_int8pack_mm`; with `dynamic`, a
-  single-row call instead quantizes its activations to 8 bits on the fly and runs fbgemm's int8 GEMM
-  (`torch.ops.quantized.linear_dynamic`, VNNI): 2.1x faster than the weight-only kernel on the 1.5B model's
-  LM head (9.7 vs 20.2 ms on 2 AVX-512 cores) and 1.6x on its layers, which makes an int8 head as fast as an
-  int4 one at a seventh of the error (1.1% vs 7.9% relative on random weights).
+- int8: one symmetric scale per output channel. Where fbgemm runs (x86) the activations are quantized too,
+  each row with its own scale (`dynamic`), and fbgemm's int8 GEMM multiplies; elsewhere the weight-only
+  kernel `torch.ops.aten._weight_int8pack_mm` does. A row's result never depends on the rows beside it:
+  integer accumulation is exact, and each row is scaled alone.
 
 Batch-1 decode reads every weight once per token, so it runs at memory bandwidth and the 2-4x smaller
-weights are 2-4x less to read. Those kernels are slow for many rows (2-3x slower than oneDNN's bf16 matmul
-for a 2,000-token prefill chunk), so a QuantizedLinear keeps a dense copy of its *dequantized* weight and
-hands calls of more than `max_rows` rows to it: prefill keeps bf16 speed and both paths compute the same
-model. Scales and zeros are stored in the activation dtype (the kernels require it).
+weights are 2-4x less to read, where the kernel keeps up. Which kernel does is the CPU's business
+(`preferred_quant`): on AVX-512 torch's int4 kernel and fbgemm's int8 took the same time for the 1.5B
+model's layers, on an AVX2-only EPYC the int4 kernel took 3x fbgemm's time (README, "CPU decode").
+The weight-only kernels are slow for many rows, so they keep a dense copy of their *dequantized* weight
+and hand calls of more than `max_rows` rows to it: prefill keeps its speed and both paths compute the
+same model. fbgemm's GEMM is as fast as a float32 matmul for many rows, so a dynamic int8 linear keeps a
+dense copy only where bf16 matmuls are native (oneDNN's prepacked bf16 is faster there).
+Scales and zeros are stored in the activation dtype (the weight-only kernels require it).
 """
 
 from __future__ import annotations
@@ -27,12 +30,13 @@ from typing import Literal
 import torch
 
 from deltaserve.engine.errors import EngineError
-from deltaserve.engine.linear import DenseLinear
+from deltaserve.engine.linear import DenseLinear, prepack_works
 
 log = logging.getLogger(__name__)
 
-QuantMode = Literal["none", "int8", "int4"]
-QUANT_MODES = ("none", "int8", "int4")
+# int8 / int4: weight-only (bf16 or float32 activations); w8a8: int8 weights and per-row int8 activations
+QuantMode = Literal["none", "int8", "int4", "w8a8"]
+QUANT_MODES = ("none", "int8", "int4", "w8a8")
 HeadQuant = Literal["auto", "none", "int8", "int4"]
 INT4_GROUP_SIZES = (32, 64, 128, 256)  # what the CPU kernel accepts
 INT4_N_MULTIPLE = 16  # the int4 packing needs out_features % 16 == 0
@@ -40,17 +44,44 @@ INT4_N_MULTIPLE = 16  # the int4 packing needs out_features % 16 == 0
 # (decode) and lose from about 8 rows on (measured on a 2-core AVX-512 machine, 1.5B model shapes), so
 # speculative verify spans (1 + 8 drafts) and prefill chunks run dense.
 MAX_QUANT_ROWS = 4
+# dynamic int8 linears quantize up to this many rows one call per row (dynamic_int8_mm)
+ROW_BY_ROW_MAX = 16
 
 
-def resolve_quant(quant: str, device: torch.device, dtype: torch.dtype) -> QuantMode:
-    """'auto' -> int4 for bf16 on CPU (the serving default), none otherwise (fp32 is the reference
-    mode; CUDA would need other packings). An explicit int4/int8 off CPU is refused."""
+def fast_bf16(device: torch.device) -> bool:
+    """bf16 matmuls run natively here (oneDNN's bf16 path: AVX-512 or AMX on CPU; always on CUDA). Without
+    them a bf16 matmul is emulated: 6.6x slower than float32 for 1,024 rows on an AVX2-only EPYC."""
+    return device.type != "cpu" or prepack_works(torch.bfloat16, device)
+
+
+def default_dtype(device: torch.device) -> torch.dtype:
+    """dtype "auto": bf16 where its matmuls are native (faster than float32 for decode and prefill: `bench
+    engine --ours fp32,bf16`), float32 on CPUs that would emulate bf16."""
+    return torch.bfloat16 if fast_bf16(device) else torch.float32
+
+
+def preferred_quant(device: torch.device) -> QuantMode:
+    """The quantized weights that decode fastest on this CPU: w8a8 (fbgemm's int8 GEMM) where bf16 is
+    not native (AVX2: torch's int4 kernel has no fast path there, 3x slower than fbgemm for the 1.5B
+    model's layers), else int4 (AVX-512: as fast as fbgemm's int8 with half the bytes; ARM: no fbgemm)."""
+    return "w8a8" if not fast_bf16(device) and dynamic_int8_works() else "int4"
+
+
+def resolve_quant(quant: str, device: torch.device, dtype: torch.dtype,
+                  dtype_chosen: bool = False) -> QuantMode:
+    """'auto' on CPU -> preferred_quant(), except for a float32 asked for (fp32 is the reference mode;
+    `dtype_chosen`: the dtype is default_dtype's choice, not the user's); none on CUDA (it would need other
+    packings). An explicit int4/int8 off CPU is refused."""
     if quant == "auto":
-        return "int4" if device.type == "cpu" and dtype == torch.bfloat16 else "none"
+        reference = dtype == torch.float32 and not dtype_chosen
+        return preferred_quant(device) if device.type == "cpu" and not reference else "none"
     if quant not in QUANT_MODES:
         raise EngineError(f"unknown quant {quant!r}; choose auto, {', '.join(QUANT_MODES)}")
     if quant != "none" and device.type != "cpu":
         raise EngineError(f"quant={quant} runs torch's CPU kernels; use quant=none on {device.type}")
+    if quant == "w8a8" and not dynamic_int8_works():
+        raise EngineError("quant=w8a8 runs fbgemm's int8 GEMM, which this torch build or CPU lacks (x86 "
+                          "only); use int8 (weight-only) or int4")
     return quant
 
 
@@ -67,18 +98,59 @@ def head_quant_for(quant: QuantMode, head: HeadQuant, device: torch.device) -> Q
 
 @functools.cache
 def dynamic_int8_works() -> bool:
-    """fbgemm's dynamic int8 linear is in this torch build and runs (x86 with AVX2 or better)."""
+    """fbgemm's int8 GEMM is in this torch build and runs (x86 with AVX2 or better)."""
     if "fbgemm" not in torch.backends.quantized.supported_engines:
         return False
     try:
-        pack_dynamic_int8(torch.ones(8, 8, dtype=torch.int8), torch.ones(8), None)
-    except RuntimeError:
+        packed = pack_dynamic_int8(torch.ones(8, 8, dtype=torch.int8), torch.ones(8))
+        dynamic_int8_mm(torch.ones(1, 8), packed, torch.full((8,), 8.0))
+    except (RuntimeError, AttributeError):
         return False
     return True
 
 
-def pack_dynamic_int8(q: torch.Tensor, scales: torch.Tensor, bias: torch.Tensor | None):
-    """fbgemm's packed form of per-channel int8 weights q * scales (and a float32 bias)."""
+@functools.cache
+def weight_levels() -> int:
+    """Levels on each side of zero for a dynamic int8 linear's weights: 127 where fbgemm's int8 products
+    cannot overflow (VNNI), 63 where they can (AVX2's vpmaddubsw sums two u8 x s8 products into a
+    saturating int16: 255 * 127 * 2 > 32767, so full-range operands would be clipped silently; 255 * 63 * 2
+    is not). The activations keep all 8 bits: 7-bit activations (torch's own x86 choice) cost SmolLM2-135M
+    +6.6% perplexity, where 7-bit weights are finer than the 4-bit GGUF blocks they come from. Found by
+    trying the worst case."""
+    k = 64
+    packed = pack_dynamic_int8(torch.full((16, k), 127, dtype=torch.int8), torch.ones(16))
+    got = dynamic_int8_mm(torch.ones(1, k), packed, torch.full((16,), 127.0 * k))
+    return 127 if torch.allclose(got, torch.full_like(got, 127.0 * k)) else 63
+
+
+def dynamic_int8_mm(x: torch.Tensor, packed, row_sums: torch.Tensor) -> torch.Tensor:
+    """x @ W.T in float32 with each row of x quantized to 8 bits on its own range [min, max], so a row's
+    result never depends on its batch; `row_sums` is W's sum over its inputs (W as packed). Up to
+    ROW_BY_ROW_MAX rows (decode steps, speculative verify spans, decode batches): one call of fbgemm's
+    dynamic linear per row, which picks the row's range in C++ (a wrapper of torch ops would cost more than
+    the GEMM on small layers: 80 us a call on a 2-core EPYC, against 70-120 us for the 135M model's
+    layers). More rows (prefill chunks): the same grid (255 steps over the row's range widened to hold 0,
+    0 on a step) built here, each row mapped onto [0, 1] by it, one int8 GEMM, mapped back:
+    x = lo + span * x01, so x @ W.T = span * (x01 @ W.T) + lo * row_sums. The grid matters: symmetric rows
+    cost SmolLM2-135M 4.6% perplexity, a row's plain min-max range 3.3%, this one 1.5% (1,024 tokens)."""
+    x = x.float()
+    rows = x.shape[0]
+    if rows <= ROW_BY_ROW_MAX:
+        if rows == 1:
+            return torch.ops.quantized.linear_dynamic(x, packed, False)
+        return torch.cat([torch.ops.quantized.linear_dynamic(r, packed, False) for r in x.split(1)])
+    lo, hi = x.aminmax(dim=-1, keepdim=True)
+    step = ((hi.clamp_(min=0) - lo.clamp_(max=0)) / 255).clamp_(min=torch.finfo(torch.float32).tiny)
+    lo = (lo / step).round_().mul_(step)  # zero on the grid, as fbgemm's own choice of range puts it
+    span = 255 * step
+    x01 = (x - lo) / span
+    y = torch.ops.quantized.linear_with_input_q_dq_qweight_dq_output_fp32(x01, 1.0 / 255, 0, packed)
+    return y.mul_(span).addmm_(lo, row_sums[None, :])
+
+
+def pack_dynamic_int8(q: torch.Tensor, scales: torch.Tensor):
+    """fbgemm's packed form of per-channel int8 weights q * scales (the bias is added after the row
+    scales, so it is not packed)."""
     zero_points = torch.zeros(q.shape[0], dtype=torch.long)
     with warnings.catch_warnings():  # quantized tensors are deprecated; dynamic_int8_works() gates their use
         warnings.simplefilter("ignore", UserWarning)
@@ -86,7 +158,7 @@ def pack_dynamic_int8(q: torch.Tensor, scales: torch.Tensor, bias: torch.Tensor 
     engine = torch.backends.quantized.engine
     torch.backends.quantized.engine = "fbgemm"  # the packing follows the global engine; the call does not
     try:
-        return torch.ops.quantized.linear_prepack(qw, None if bias is None else bias.float())
+        return torch.ops.quantized.linear_prepack(qw, None)
     finally:
         torch.backends.quantized.engine = engine
 
@@ -109,11 +181,11 @@ def dequantize_int4(q: torch.Tensor, scales: torch.Tensor, zeros: torch.Tensor) 
     return groups.reshape(n, k)
 
 
-def quantize_int8(w: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
-    """(q [N, K] int8, scales [N]) in float32, w ~ q * scale."""
+def quantize_int8(w: torch.Tensor, levels: int = 127) -> tuple[torch.Tensor, torch.Tensor]:
+    """(q [N, K] int8 in -levels..levels, scales [N]) in float32, w ~ q * scale."""
     w = w.float()
-    scales = w.abs().amax(1).clamp(min=1e-8) / 127
-    return (w / scales[:, None]).round_().clamp_(-128, 127).to(torch.int8), scales
+    scales = w.abs().amax(1).clamp(min=1e-8) / levels
+    return (w / scales[:, None]).round_().clamp_(-levels - 1, levels).to(torch.int8), scales
 
 
 def int4_group_for(n: int, k: int, group_size: int) -> int | None:
@@ -127,11 +199,11 @@ def int4_group_for(n: int, k: int, group_size: int) -> int | None:
 class QuantizedLinear:
     """y = x @ W.T + bias with W stored int4 or int8; more than max_rows rows go to `dense`, a DenseLinear
     of the same dequantized W (None: always the quantized kernel). A `dynamic` int8 linear holds fbgemm's
-    packing instead of the weight-only kernel's: one row runs it, several go to `dense` (or row by row), so
-    every row's activations are quantized alone and a batch never changes a request's result."""
+    packing instead of the weight-only kernel's and quantizes each row of its input alone
+    (dynamic_int8_mm), so a batch never changes a request's result."""
 
     __slots__ = ("mode", "packed", "scales", "group_size", "bias", "dense", "max_rows", "dynamic",
-                 "weight_bytes")
+                 "weight_bytes", "row_sums")
 
     def __init__(self, weight: torch.Tensor, bias: torch.Tensor | None, mode: QuantMode, dtype: torch.dtype,
                  group_size: int = 32, keep_dense: bool = True, prepack: bool = False,
@@ -139,8 +211,6 @@ class QuantizedLinear:
         n, k = weight.shape
         self.mode, self.bias, self.max_rows = mode, bias, max_rows
         self.dynamic = dynamic and mode == "int8"
-        if self.dynamic:
-            self.max_rows = 1
         if mode == "int4":
             group = int4_group_for(n, k, group_size)
             if group is None:
@@ -154,12 +224,13 @@ class QuantizedLinear:
             dequantized = dequantize_int4(q, self.scales[..., 0].t(), self.scales[..., 1].t()) if keep_dense \
                 else None
         elif mode == "int8":
-            q, scales = quantize_int8(weight)
+            q, scales = quantize_int8(weight, weight_levels() if self.dynamic else 127)
             self.group_size = 0
             self.packed, self.scales = q, scales.to(dtype)
             dequantized = q.float() * self.scales.float()[:, None] if keep_dense else None
             if self.dynamic:
-                self.packed = pack_dynamic_int8(q, scales, bias)
+                self.packed = pack_dynamic_int8(q, scales)
+                self.row_sums = q.float().sum(1) * scales
         else:
             raise EngineError(f"QuantizedLinear takes int4 or int8, not {mode!r}")
         packed_bytes = self.packed.nbytes if mode == "int4" else n * k  # fbgemm's packing hides its size
@@ -167,23 +238,15 @@ class QuantizedLinear:
         self.dense = None if dequantized is None else DenseLinear(dequantized.to(dtype), bias, prepack)
 
     def _kernel(self, x: torch.Tensor) -> torch.Tensor:
+        if self.dynamic:
+            return dynamic_int8_mm(x, self.packed, self.row_sums).to(x.dtype)
         if self.mode == "int4":
             return torch.ops.aten._weight_int4pack_mm_for_cpu(x, self.packed, self.group_size, self.scales)
         return torch.ops.aten._weight_int8pack_mm(x, self.packed, self.scales)
 
-    def _dynamic(self, x: torch.Tensor) -> torch.Tensor:
-        """fbgemm takes float32 and quantizes the whole input with one scale, hence one row per call (the
-        bias is in the packing)."""
-        if x.shape[0] == 1:  # decode: no split, no cat
-            return torch.ops.quantized.linear_dynamic(x.float(), self.packed, False).to(x.dtype)
-        return torch.cat([torch.ops.quantized.linear_dynamic(r.float(), self.packed, False)
-                          for r in x.split(1)]).to(x.dtype)
-
     def __call__(self, x: torch.Tensor) -> torch.Tensor:
         if self.dense is not None and x.shape[0] > self.max_rows:
             return self.dense(x)
-        if self.dynamic:
-            return self._dynamic(x)
         y = self._kernel(x)
         return y if self.bias is None else y.add_(self.bias)
 
@@ -196,11 +259,14 @@ class QuantizedLinear:
 def make_linear(weight: torch.Tensor, bias: torch.Tensor | None, dtype: torch.dtype, quant: QuantMode,
                 group_size: int, prepack: bool, keep_dense: bool = True, dynamic: bool = False):
     """The model's linear for one (fused) projection: dense in `dtype`, or quantized from the full-precision
-    weight; an int4 shape the kernel cannot take falls back to int8. `dynamic` int8 where fbgemm runs."""
+    weight; an int4 shape the kernel cannot take falls back to int8. w8a8 (or int8 with `dynamic`) runs
+    fbgemm where it runs, keeping a dense copy for many rows only where bf16 matmuls are native."""
     if quant == "none":
         return DenseLinear(weight.to(dtype).contiguous(), bias, prepack)
     if quant == "int4" and int4_group_for(*weight.shape, group_size) is None:
         log.debug("int4 cannot take a [%d, %d] weight; int8 instead", *weight.shape)
         quant = "int8"
-    return QuantizedLinear(weight, bias, quant, dtype, group_size, keep_dense, prepack,
-                           dynamic=dynamic and dynamic_int8_works())
+    dynamic = (dynamic or quant == "w8a8") and dynamic_int8_works()
+    mode = "int8" if quant == "w8a8" else quant
+    return QuantizedLinear(weight, bias, mode, dtype, group_size, keep_dense and (prepack or not dynamic),
+                           prepack, dynamic=dynamic)

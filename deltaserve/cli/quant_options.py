@@ -15,9 +15,12 @@ HEAD_CHOICES = get_args(EngineConfig.model_fields["quant_lm_head"].annotation)
 
 def add_quant_options(group) -> None:
     group.add_argument("--quant", choices=QUANT_CHOICES, default=None,
-                       help="weight-only quantization of the linear layers on CPU: int4 (groups of 32), int8 "
-                            "(per channel) or none; auto = int4 for bfloat16 on CPU, none otherwise; the KV "
-                            f"cache keeps its dtype (default: {default(EngineConfig, 'quant')})")
+                       help="quantized linear layers on CPU: int4 (groups of 32) or int8 (per channel) "
+                            "weights with float activations, w8a8 (int8 weights and per-row int8 "
+                            "activations, fbgemm's GEMM, x86) or none; auto = what decodes fastest on this "
+                            "CPU (int4 where bf16 is native, w8a8 on AVX2-only CPUs), none on CUDA and for "
+                            "--dtype float32; the KV cache keeps its dtype "
+                            f"(default: {default(EngineConfig, 'quant')})")
     group.add_argument("--quant-lm-head", choices=HEAD_CHOICES, default=None,
                        help="the LM head's precision: auto = int8 with 8-bit activations (fbgemm) when the "
                             "layers are quantized (as fast as int4 here, nearly as accurate as bf16), none "

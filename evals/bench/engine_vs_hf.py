@@ -38,6 +38,9 @@ VARIANTS = {
     "int4": {"dtype": "bfloat16", "quant": "int4"},  # the LM head int8 (its auto)
     "int4-bf16-head": {"dtype": "bfloat16", "quant": "int4", "quant_lm_head": "none"},
     "int4-head": {"dtype": "bfloat16", "quant": "int4", "quant_lm_head": "int4"},
+    "int4-fp32": {"dtype": "float32", "quant": "int4"},  # for CPUs that emulate bf16
+    "w8a8": {"dtype": "auto", "quant": "w8a8"},  # int8 weights and activations (fbgemm), the LM head int8
+    "default": {},  # EngineConfig's choice for this machine (engine/quant.py: default_dtype, preferred_quant)
 }
 DEFAULT_MODELS = "smollm2-135m,qwen2.5-coder-1.5b"
 
@@ -180,11 +183,13 @@ def bench_engine(models: list[str], variants: list[str], threads: int, repeats: 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--model", default=DEFAULT_MODELS,
                         help="comma-separated model names or paths (default: %(default)s)")
-    parser.add_argument("--ours", default="bf16,int8,int4",
+    parser.add_argument("--ours", default="default,int4,w8a8",
                         help=f"our variants to measure, comma-separated from {', '.join(VARIANTS)} "
-                             "(int8/int4: bf16 activations with those weights and an int8 LM head with 8-bit "
-                             "activations; int4-bf16-head / int4-head: int4 layers, the LM head bf16 / int4; "
-                             "default: %(default)s)")
+                             "(default: the engine's own choice for this machine; int8/int4: bf16 "
+                             "activations with those weights and an int8 LM head with 8-bit activations; "
+                             "int4-bf16-head / int4-head: int4 layers, the LM head bf16 / int4; int4-fp32: "
+                             "int4 with float32 activations; w8a8: int8 weights and per-row int8 "
+                             "activations; default: %(default)s)")
     parser.add_argument("--hf", choices=["auto", "on", "off"], default="auto",
                         help="HF generate() column: auto = for checkpoints up to 1 GB (default: %(default)s)")
     parser.add_argument("--threads", type=int, default=2,

@@ -1,14 +1,16 @@
 """How much int8/int4 weights change a model: greedy agreement with bf16 and perplexity, same weights.
 
     deltaserve bench accuracy [--model smollm2-135m,qwen2.5-coder-1.5b] [--ours int8,int4,int4-head]
-                              [--group-sizes 32]    (or python -m deltaserve.evals.bench.quant_accuracy)
+                              [--group-sizes 32] [--base bf16|fp32]
+                              (or python -m deltaserve.evals.bench.quant_accuracy)
 
-For each of PROMPTS (code requests, chat template applied) the bf16 model decodes NEW_TOKENS greedy tokens;
+For each of PROMPTS (code requests, chat template applied) the unquantized model (`--base`: bf16, or fp32 on
+a CPU that emulates bf16, where a bf16 pass over the text takes an hour) decodes NEW_TOKENS greedy tokens;
 each quantized model then
-- decodes its own greedy continuation (free-running, through the decode kernels): the share of positions whose
-  token equals bf16's, and the share of prompts whose whole continuation is identical;
-- is fed bf16's continuation (teacher forcing): the share of positions where its argmax is bf16's token, i.e.
-  per-step agreement that one early difference does not cascade (one pass over prompt + continuation).
+- decodes its own greedy continuation (free-running, through the decode kernels): the share of positions
+  whose token equals the base's, and the share of prompts whose whole continuation is identical;
+- is fed the base's continuation (teacher forcing): the share of positions where its argmax is that token,
+  i.e. per-step agreement that one early difference does not cascade (one pass over prompt + continuation).
 Perplexity is over a fixed text: the engine's own source files, in chunks with fresh context each.
 """
 
@@ -88,9 +90,9 @@ def load(model: str, variant: str, group_size: int) -> Engine:
     eng = Engine.from_pretrained(model, **VARIANTS[variant], quant_group_size=group_size,
                                  enable_prefix_caching=False, speculative="off",
                                  max_model_len=PPL_CHUNK + 1024, max_num_seqs=1)
-    head = eng.model.lm_head
-    if getattr(head, "dynamic", False):  # many rows would run its dense copy, which skips the 8-bit
-        head.dense = None  # activations of decode: make perplexity and teacher forcing see them (row by row)
+    for lin in eng.model.linears():
+        if getattr(lin, "dynamic", False):  # many rows would run a dense copy, which skips the 8-bit
+            lin.dense = None  # activations of decode: make perplexity and teacher forcing see them
     return eng
 
 
@@ -120,9 +122,10 @@ def compare(greedy: list[list[int]], reference: list[list[int]]) -> tuple[float,
     return same / total, sum(g == r for g, r in zip(greedy, reference, strict=True)) / len(reference)
 
 
-def run(model: str, variants: list[str], group_sizes: list[int], ppl_tokens: int, threads: int) -> None:
+def run(model: str, variants: list[str], group_sizes: list[int], ppl_tokens: int, threads: int,
+        base_variant: str = "bf16") -> None:
     torch.set_num_threads(threads)
-    plan = [("bf16", 32)] + [(v, g) for v in variants for g in (group_sizes if "int4" in v else [32])]
+    plan = [(base_variant, 32)] + [(v, g) for v in variants for g in (group_sizes if "int4" in v else [32])]
     rows, base = [], None
     for variant, group in plan:
         eng = load(model, variant, group)
@@ -140,9 +143,10 @@ def run(model: str, variants: list[str], group_sizes: list[int], ppl_tokens: int
                          f"{res['ppl'] / base['ppl'] - 1:+.2%}"])
         del eng
         gc.collect()  # free this variant's weights before the next one loads
-    print(table(f"\n{model}: {len(PROMPTS)} code prompts x {NEW_TOKENS} greedy tokens vs bf16; perplexity "
-                f"over {ppl_tokens:,} tokens of the engine's source", ["weights", "teacher-forced top-1",
-                "free-running tokens", "identical replies", "perplexity", "vs bf16"], rows), flush=True)
+    print(table(f"\n{model}: {len(PROMPTS)} code prompts x {NEW_TOKENS} greedy tokens vs {base_variant}; "
+                f"perplexity over {ppl_tokens:,} tokens of the engine's source",
+                ["weights", "teacher-forced top-1", "free-running tokens", "identical replies", "perplexity",
+                 f"vs {base_variant}"], rows), flush=True)
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -152,12 +156,15 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--group-sizes", default="32", help="int4 group sizes to compare, comma-separated")
     parser.add_argument("--ppl-tokens", type=int, default=4096, help="tokens of fixed text for perplexity")
     parser.add_argument("--threads", type=int, default=2)
+    parser.add_argument("--base", choices=["bf16", "fp32"], default="bf16",
+                        help="the unquantized reference (fp32 where bf16 matmuls are emulated: much "
+                             "faster there)")
 
 
 def run_args(args) -> int:
     for model in comma_list(args.model):
         run(model, comma_list(args.ours), [int(g) for g in comma_list(args.group_sizes)], args.ppl_tokens,
-            args.threads)
+            args.threads, args.base)
     return 0
 
 

@@ -15,15 +15,22 @@ from transformers import AutoModelForCausalLM
 from deltaserve.engine import Engine, EngineConfig, EngineError, SamplingParams
 from deltaserve.engine.linear import DenseLinear
 from deltaserve.engine.quant import (
+    ROW_BY_ROW_MAX,
     QuantizedLinear,
+    default_dtype,
     dequantize_int4,
+    dynamic_int8_mm,
     dynamic_int8_works,
+    fast_bf16,
     head_quant_for,
     int4_group_for,
     make_linear,
+    pack_dynamic_int8,
+    preferred_quant,
     quantize_int4,
     quantize_int8,
     resolve_quant,
+    weight_levels,
 )
 
 CPU = torch.device("cpu")
@@ -113,8 +120,11 @@ def test_group_size_and_fallbacks():
 
 
 def test_resolve_quant():
-    assert resolve_quant("auto", CPU, torch.bfloat16) == "int4"
-    assert resolve_quant("auto", CPU, torch.float32) == "none"  # fp32 stays the reference mode
+    fastest = preferred_quant(CPU)
+    assert fastest == ("w8a8" if not fast_bf16(CPU) and dynamic_int8_works() else "int4")
+    assert resolve_quant("auto", CPU, torch.bfloat16) == fastest
+    assert resolve_quant("auto", CPU, torch.float32) == "none"  # a float32 asked for stays the reference
+    assert resolve_quant("auto", CPU, torch.float32, dtype_chosen=True) == fastest  # default_dtype's float32
     assert resolve_quant("auto", torch.device("cuda"), torch.bfloat16) == "none"
     assert resolve_quant("int8", CPU, torch.float32) == "int8"
     with pytest.raises(EngineError, match="CPU"):
@@ -123,25 +133,74 @@ def test_resolve_quant():
         resolve_quant("int3", CPU, torch.bfloat16)
 
 
-needs_fbgemm = pytest.mark.skipif(not dynamic_int8_works(), reason="fbgemm's dynamic int8 linear is not here")
+def test_default_dtype_follows_native_bf16():
+    assert default_dtype(CPU) == (torch.bfloat16 if fast_bf16(CPU) else torch.float32)
+    assert default_dtype(torch.device("cuda")) == torch.bfloat16
+
+
+def test_default_kv_pool_holds_as_many_tokens_in_float32():
+    """float32 is the default where bf16 is emulated: the default pool holds the same tokens, not half."""
+    from deltaserve.engine.kv_cache import bytes_per_block, default_num_blocks
+
+    blocks = {dt: default_num_blocks(bytes_per_block(28, 16, 2, 128, dt), CPU, None, dt)
+              for dt in (torch.bfloat16, torch.float32)}
+    assert blocks[torch.float32] == blocks[torch.bfloat16] > 0
+    assert default_num_blocks(bytes_per_block(28, 16, 2, 128, torch.float32), CPU, 768, torch.float32) \
+        == blocks[torch.bfloat16] // 2  # a budget asked for is bytes, whatever the dtype
+
+
+needs_fbgemm = pytest.mark.skipif(not dynamic_int8_works(), reason="fbgemm's int8 GEMM is not here")
 
 
 @needs_fbgemm
-def test_dynamic_int8_rows_are_quantized_alone():
-    """One row runs fbgemm with 8-bit activations, close to the float product; several rows go to the dense
-    copy, or (without one) row by row, so a row's result never depends on the rows batched with it."""
-    w, bias = weights(96, 64), torch.randn(96).to(torch.bfloat16)
-    x = torch.randn(3, 64, generator=torch.Generator().manual_seed(1)).to(torch.bfloat16)
-    ref = x.float() @ w.t() + bias.float()
-    lin = make_linear(w, bias, torch.bfloat16, "int8", 32, prepack=False, dynamic=True)
-    assert lin.dynamic and lin.nbytes() == 96 * 64 + lin.scales.nbytes + bias.nbytes
-    one = lin(x[:1]).float()
-    assert (one - ref[:1]).norm() / ref[:1].norm() < 0.03
-    dense = lin.dense(x).float()
-    assert torch.equal(lin(x).float(), dense)  # many rows: the dense copy
-    lin.dense = None
-    alone = torch.cat([lin(x[i:i + 1]) for i in range(3)])
-    assert torch.equal(lin(x), alone)
+@pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16])
+@pytest.mark.parametrize("rows", [6, 2 * ROW_BY_ROW_MAX + 8])  # one call a row; one GEMM of scaled rows
+def test_w8a8_quantizes_each_row_alone(dtype, rows):
+    """Each row's activations are quantized on their own range: close to the float product of the int8
+    weights, the same whatever rows share the call (integer accumulation is exact), even beside a row
+    1000x larger; a row of zeros gives the bias."""
+    w, bias = weights(96, 64), torch.randn(96).to(dtype)
+    x = torch.randn(rows, 64, generator=torch.Generator().manual_seed(1))
+    x[2] *= 1000
+    x[4] = 0
+    x = x.to(dtype)
+    q, s = quantize_int8(w, weight_levels())
+    ref = x.float() @ (q.float() * s[:, None]).t() + bias.float()
+    lin = make_linear(w, bias, dtype, "w8a8", 32, prepack=False)
+    assert lin.dynamic and lin.dense is None  # no dense copy where bf16 is not prepacked
+    assert lin.nbytes() == 96 * 64 + lin.scales.nbytes + bias.nbytes
+    got = lin(x)
+    assert got.dtype == dtype
+    for i in range(rows):
+        assert (got[i].float() - ref[i]).norm() <= 0.03 * ref[i].norm()
+    assert torch.equal(got[4], bias)
+    parts = [x[:3], x[3:]] if rows <= ROW_BY_ROW_MAX else [x[:rows // 2], x[rows // 2:]]  # the same path
+    assert torch.equal(got, torch.cat([lin(p) for p in parts]))
+
+
+@needs_fbgemm
+def test_int8_products_never_overflow_fbgemm():
+    """The worst case for a saturating int8 dot product: every activation at its extreme (all 8 bits) and
+    every weight at weight_levels()."""
+    levels = weight_levels()
+    assert levels in (63, 127)
+    k = 256
+    packed = pack_dynamic_int8(torch.full((16, k), levels, dtype=torch.int8), torch.ones(16))
+    row_sums = torch.full((16,), float(levels * k))
+    for rows in (1, ROW_BY_ROW_MAX + 1):  # fbgemm's dynamic linear, and our scaled rows
+        for sign in (1, -1):
+            got = dynamic_int8_mm(sign * torch.ones(rows, k), packed, row_sums)
+            torch.testing.assert_close(got, torch.full_like(got, sign * levels * k))
+
+
+def test_w8a8_needs_fbgemm_and_a_cpu():
+    if not dynamic_int8_works():
+        with pytest.raises(EngineError, match="fbgemm"):
+            resolve_quant("w8a8", CPU, torch.float32)
+    else:
+        assert resolve_quant("w8a8", CPU, torch.float32) == "w8a8"
+    with pytest.raises(EngineError, match="CPU"):
+        resolve_quant("w8a8", torch.device("cuda"), torch.bfloat16)
 
 
 def test_head_quant():
@@ -227,12 +286,40 @@ def test_bf16_decode_kernels_agree_with_the_dense_dequantized_path(tiny_model_di
     assert kernel.argmax() == dense.argmax()
 
 
-def test_default_bf16_cpu_engine_is_int4(tiny_model_dirs):
+def test_default_cpu_engine_takes_the_fastest_precision_here(tiny_model_dirs):
     path = str(tiny_model_dirs["llama"])
     eng = Engine.from_pretrained(path, num_blocks=16, speculative=False, device="cpu")
-    assert eng.quant == "int4" and "quant=int4" in repr(eng)
+    assert eng.dtype == default_dtype(CPU) and eng.quant == preferred_quant(CPU)
+    assert f"quant={eng.quant}" in repr(eng)
     head = eng.model.lm_head
     if dynamic_int8_works():  # the head int8 with 8-bit activations
         assert isinstance(head, QuantizedLinear) and head.mode == "int8" and head.dynamic
     fp32 = Engine.from_pretrained(path, dtype="float32", num_blocks=16, device="cpu")
     assert fp32.quant == "none"
+
+
+@needs_fbgemm
+def test_w8a8_engine_agrees_with_its_float_weights(tiny_model_dirs):
+    """w8a8 on every projection: logits over a prompt close to the same int8 weights with float activations
+    (only the activations' rounding differs); prefill, decode and batches run."""
+    from deltaserve.engine.model import Span
+
+    path = str(tiny_model_dirs["qwen2"])
+    kw = dict(dtype="float32", num_blocks=64, speculative=False, device="cpu", quant_lm_head="none",
+              enable_prefix_caching=False)
+    eng = Engine.from_pretrained(path, quant="w8a8", **kw)
+    assert {(lin.mode, lin.dynamic) for lin in eng.model.linears()[:-1]} == {("int8", True)}
+    ref = Engine.from_pretrained(path, quant="int8", **kw)
+    gen = torch.Generator().manual_seed(9)
+    prompts = [torch.randint(0, 49152, (n,), generator=gen).tolist() for n in (9, 30, 17)]
+
+    def logits(e: Engine) -> torch.Tensor:
+        with torch.inference_mode():
+            return e.model.forward(e.model.prepare([Span(prompts[1], 0, [0, 1], list(range(30)))], 16), e.kv)
+
+    ours, theirs = logits(eng), logits(ref)
+    # a random tiny model's errors add up over its layers (7.5% with 7-bit activations); a wrong row scale
+    # or zero point is off by 100%
+    assert 0 < (ours - theirs).norm() < 0.15 * theirs.norm()
+    decoded = eng.generate(prompts, SamplingParams(max_tokens=16, ignore_eos=True))
+    assert [len(o.token_ids) for o in decoded] == [16, 16, 16]
