@@ -6,8 +6,9 @@
   unchanged (its blocks already hold 16 levels between their min and max).
 - int8: one symmetric scale per output channel. Where fbgemm runs (x86) the activations are quantized too,
   each row with its own scale (`dynamic`), and fbgemm's int8 GEMM multiplies; elsewhere the weight-only
-  kernel `torch.ops.aten._weight_int8pack_mm` does. A row's result never depends on the rows beside it:
-  integer accumulation is exact, and each row is scaled alone.
+  kernel `torch.ops.aten._weight_int8pack_mm` does. Each row is quantized on its own range and integer
+  accumulation is exact, so the rows beside it do not change a row's result (to float rounding, 7e-7
+  relative, between the row-by-row and the batched path of dynamic_int8_mm).
 
 Batch-1 decode reads every weight once per token, so it runs at memory bandwidth and the 2-4x smaller
 weights are 2-4x less to read, where the kernel keeps up. Which kernel does is the CPU's business
@@ -125,7 +126,8 @@ def weight_levels() -> int:
 
 def dynamic_int8_mm(x: torch.Tensor, packed, row_sums: torch.Tensor) -> torch.Tensor:
     """x @ W.T in float32 with each row of x quantized to 8 bits on its own range [min, max], so a row's
-    result never depends on its batch; `row_sums` is W's sum over its inputs (W as packed). Up to
+    result does not depend on its batch (the two paths below agree to float rounding); `row_sums` is W's
+    sum over its inputs (W as packed). Up to
     ROW_BY_ROW_MAX rows (decode steps, speculative verify spans, decode batches): one call of fbgemm's
     dynamic linear per row, which picks the row's range in C++ (a wrapper of torch ops would cost more than
     the GEMM on small layers: 80 us a call on a 2-core EPYC, against 70-120 us for the 135M model's
@@ -200,7 +202,7 @@ class QuantizedLinear:
     """y = x @ W.T + bias with W stored int4 or int8; more than max_rows rows go to `dense`, a DenseLinear
     of the same dequantized W (None: always the quantized kernel). A `dynamic` int8 linear holds fbgemm's
     packing instead of the weight-only kernel's and quantizes each row of its input alone
-    (dynamic_int8_mm), so a batch never changes a request's result."""
+    (dynamic_int8_mm), so a batch does not change a request's result beyond float rounding."""
 
     __slots__ = ("mode", "packed", "scales", "group_size", "bias", "dense", "max_rows", "dynamic",
                  "weight_bytes", "row_sums")
