@@ -7,7 +7,9 @@ High level: eng.generate(prompts, params) and eng.stream(prompt, params).
 Speculative decoding plugs in through `self.drafter` (built by engine.speculative.make_drafter(engine)
 unless config.speculative is "off"): before each step `drafter.propose(seq) -> list[int]` may give a
 decoding sequence draft tokens (naming their drafter in `seq.draft_source`, for the counters), and
-`drafter.finished(seq)` hears of every request that ends. The step computes the drafts in the same pass
+`drafter.finished(seq)` hears of every request that ends; a drafter with a `cost`
+(engine/draft_budget.py's DraftCost) is told the time of every lone decoding sequence's pass, so it drafts
+only as far as drafts pay on this machine. The step computes the drafts in the same pass
 (a verify span), accepts the longest prefix that matches what the sampler picks at each position, and
 rolls the KV back past the first mismatch by truncating the sequence's computed length.
 Sampling-then-comparing is exact for deterministic drafts: a draft d is kept with probability p(d),
@@ -211,11 +213,12 @@ class Engine:
         if not plan.spans:
             return outputs
         spans = [self._span(sp) for sp in plan.spans]
+        began = time.perf_counter()
         try:
             with torch.inference_mode():
                 batch = self.model.prepare(spans, self.config.block_size)
                 logits = self.model.forward(batch, self.kv)
-                greedy = logits.argmax(-1).tolist()
+                greedy = logits.argmax(-1).tolist()  # (waits for the device)
         except Exception as exc:  # the whole pass failed: fail its requests, keep the engine alive
             log.exception("forward pass failed")
             for sp in plan.spans:
@@ -223,6 +226,7 @@ class Engine:
                 self.scheduler.remove(sp.seq)
                 outputs.append(self._emit(sp.seq))
             return outputs
+        self._time_pass(plan.spans, time.perf_counter() - began)
         row = 0
         for sp, span in zip(plan.spans, spans, strict=True):
             seq = sp.seq
@@ -248,6 +252,14 @@ class Engine:
         width = sp.num_tokens + sp.num_drafts
         wanted = list(range(sp.num_tokens - 1, width)) if sp.completes else []
         return Span(sp.token_ids, sp.start, seq.block_table, wanted)
+
+    def _time_pass(self, spans: list[ScheduledSpan], seconds: float) -> None:
+        """A lone decoding sequence's pass (plain or verifying drafts) teaches the drafter what a draft row
+        costs here."""
+        cost = getattr(self.drafter, "cost", None)  # a plugged-in drafter may not budget its drafts
+        if cost is not None and len(spans) == 1 and spans[0].num_tokens == 1 and spans[0].completes \
+                and not spans[0].seq.in_prefill:
+            cost.observe(1 + spans[0].num_drafts, seconds)
 
     def _propose_drafts(self) -> None:
         k = self.drafter.max_draft_tokens

@@ -7,8 +7,10 @@
 - int8: one symmetric scale per output channel. Where fbgemm runs (x86) the activations are quantized too,
   each row with its own scale (`dynamic`), and fbgemm's int8 GEMM multiplies; elsewhere the weight-only
   kernel `torch.ops.aten._weight_int8pack_mm` does. Each row is quantized on its own range and integer
-  accumulation is exact, so the rows beside it do not change a row's result (to float rounding, 7e-7
-  relative, between the row-by-row and the batched path of dynamic_int8_mm).
+  accumulation is exact, so the rows beside it do not change a row's result. A row alone (fbgemm's own
+  dynamic linear) and a row in a batch (dynamic_int8_mm's grid) use the same levels, except that a value
+  within float rounding of the midpoint between two levels may round the other way (typically 7e-7
+  relative apart; one such value in a 64-input test row moved it 2e-3).
 
 Batch-1 decode reads every weight once per token, so it runs at memory bandwidth and the 2-4x smaller
 weights are 2-4x less to read, where the kernel keeps up. Which kernel does is the CPU's business
@@ -45,8 +47,9 @@ INT4_N_MULTIPLE = 16  # the int4 packing needs out_features % 16 == 0
 # (decode) and lose from about 8 rows on (measured on a 2-core AVX-512 machine, 1.5B model shapes), so
 # speculative verify spans (1 + 8 drafts) and prefill chunks run dense.
 MAX_QUANT_ROWS = 4
-# dynamic int8 linears quantize up to this many rows one call per row (dynamic_int8_mm)
-ROW_BY_ROW_MAX = 16
+# dynamic int8 linears run fbgemm's own dynamic linear for a call of this many rows (a decode step) and
+# one GEMM over rows quantized here for more (dynamic_int8_mm)
+ROW_BY_ROW_MAX = 1
 
 
 def fast_bf16(device: torch.device) -> bool:
@@ -126,21 +129,22 @@ def weight_levels() -> int:
 
 def dynamic_int8_mm(x: torch.Tensor, packed, row_sums: torch.Tensor) -> torch.Tensor:
     """x @ W.T in float32 with each row of x quantized to 8 bits on its own range [min, max], so a row's
-    result does not depend on its batch (the two paths below agree to float rounding); `row_sums` is W's
-    sum over its inputs (W as packed). Up to
-    ROW_BY_ROW_MAX rows (decode steps, speculative verify spans, decode batches): one call of fbgemm's
-    dynamic linear per row, which picks the row's range in C++ (a wrapper of torch ops would cost more than
-    the GEMM on small layers: 80 us a call on a 2-core EPYC, against 70-120 us for the 135M model's
-    layers). More rows (prefill chunks): the same grid (255 steps over the row's range widened to hold 0,
-    0 on a step) built here, each row mapped onto [0, 1] by it, one int8 GEMM, mapped back:
+    result does not depend on the rows beside it (the two paths below use the same levels, up to float
+    rounding at a level's midpoint); `row_sums` is W's
+    sum over its inputs (W as packed). One row (a batch-1 decode step): fbgemm's dynamic linear, which
+    picks the row's range in C++ (the torch ops below cost ~70 us a call on a 2-core EPYC, as much as the
+    GEMM of the 135M model's small layers). More rows (verify spans, decode batches, prefill chunks): the
+    same grid (255 steps over the row's range widened to hold 0, 0 on a step) built here for all rows at
+    once, so the weights are read once, not once a row (2-16 rows of the 1.5B model's layers: 1.3-2x
+    faster than a call per row on that EPYC; the 135M model's from 3 rows), each row mapped onto [0, 1]
+    by its grid, one int8 GEMM, mapped back:
     x = lo + span * x01, so x @ W.T = span * (x01 @ W.T) + lo * row_sums. The grid matters: symmetric rows
     cost SmolLM2-135M 4.6% perplexity, a row's plain min-max range 3.3%, this one 1.5% (1,024 tokens)."""
     x = x.float()
     rows = x.shape[0]
     if rows <= ROW_BY_ROW_MAX:
-        if rows == 1:
-            return torch.ops.quantized.linear_dynamic(x, packed, False)
-        return torch.cat([torch.ops.quantized.linear_dynamic(r, packed, False) for r in x.split(1)])
+        return torch.cat([torch.ops.quantized.linear_dynamic(r, packed, False) for r in x.split(1)]) \
+            if rows > 1 else torch.ops.quantized.linear_dynamic(x, packed, False)
     lo, hi = x.aminmax(dim=-1, keepdim=True)
     step = ((hi.clamp_(min=0) - lo.clamp_(max=0)) / 255).clamp_(min=torch.finfo(torch.float32).tiny)
     lo = (lo / step).round_().mul_(step)  # zero on the grid, as fbgemm's own choice of range puts it

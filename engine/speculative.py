@@ -42,6 +42,7 @@ from dataclasses import dataclass, field
 import torch
 
 from deltaserve.engine.config import SPECULATIVE_METHODS
+from deltaserve.engine.draft_budget import PROBE_TOKENS, AcceptanceRate, DraftCost, worth
 from deltaserve.engine.sequence import Sequence
 from deltaserve.engine.suffix_drafter import SuffixDrafter, SuffixOptions, copy_after
 from deltaserve.errors import EngineError
@@ -65,13 +66,18 @@ class _NgramIndex:
                 self.latest[tuple(tokens[end - n:end])] = end
         self.upto = max(self.upto, last)
 
-    def lookup(self, tokens: list[int], k: int) -> list[int]:
+    def match(self, tokens: list[int]) -> tuple[int, int]:
+        """(n, end): the longest n-gram ending the list that occurred earlier, and where it ended; (0, -1)."""
         L = len(tokens)
         for n in range(min(self.n_max, L - 1), self.n_min - 1, -1):
             end = self.latest.get(tuple(tokens[L - n:]))
             if end is not None:
-                return copy_after(tokens, end, k)
-        return []
+                return n, end
+        return 0, -1
+
+    def lookup(self, tokens: list[int], k: int) -> list[int]:
+        n, end = self.match(tokens)
+        return copy_after(tokens, end, k) if n else []
 
 
 @dataclass
@@ -122,13 +128,19 @@ class _Prediction:
 class _SeqState:
     prediction: _Prediction | None
     context: _NgramIndex | None = None  # built on the first n-gram proposal
+    rates: dict[str, AcceptanceRate] = field(default_factory=dict)  # per draft source
+
+    def budget(self, seq: Sequence, source: str, cost: DraftCost, cap: int) -> int:
+        """Draft tokens from `source` worth verifying for this request now (engine/draft_budget.py)."""
+        rate = self.rates.setdefault(source, AcceptanceRate()).update(seq, source)
+        return worth(rate, cost.share, cap)
 
 
 class SpeculativeDrafter:
     """Proposes draft tokens for a decoding sequence: its prediction first, then its method's drafter."""
 
     def __init__(self, tokenizer, num_speculative_tokens: int, n_min: int, n_max: int, method: str = "ngram",
-                 suffix: SuffixOptions | None = None):
+                 suffix: SuffixOptions | None = None, cost: DraftCost | None = None):
         if n_min > n_max:
             raise EngineError(f"prompt_lookup_min ({n_min}) > prompt_lookup_max ({n_max})")
         if method not in SPECULATIVE_METHODS:
@@ -138,7 +150,8 @@ class SpeculativeDrafter:
         self.k = num_speculative_tokens
         self.n_min, self.n_max = n_min, n_max
         self.method = method
-        self.suffix = SuffixDrafter(suffix)
+        self.cost = cost or DraftCost()  # the engine times its passes into it
+        self.suffix = SuffixDrafter(suffix, self.cost)
         self.max_draft_tokens = max(self.k, self.suffix.options.max_tokens)
         self._states: weakref.WeakKeyDictionary[Sequence, _SeqState] = weakref.WeakKeyDictionary()
 
@@ -172,7 +185,9 @@ class SpeculativeDrafter:
         st = self._state(seq)
         tokens = seq.token_ids
         if st.prediction is not None:  # keep the cursor moving even when nothing may be drafted
-            draft = st.prediction.propose(tokens, self.n_min, self.n_max, k)[:k]
+            # the request's own prediction always probes with one token: it says the output follows it
+            budget = max(1, st.budget(seq, "prediction", self.cost, k)) if k else 0
+            draft = st.prediction.propose(tokens, self.n_min, self.n_max, k)[:budget]
             if draft:
                 seq.draft_source = "prediction"
                 return draft
@@ -182,7 +197,11 @@ class SpeculativeDrafter:
             if st.context is None:
                 st.context = _NgramIndex(self.n_min, self.n_max)
             st.context.update(tokens)
-            draft = st.context.lookup(tokens, k)
+            n, end = st.context.match(tokens)
+            budget = st.budget(seq, "ngram", self.cost, k)
+            if not budget and n == self.n_max:  # a long match probes even when drafts stopped paying
+                budget = min(k, PROBE_TOKENS)
+            draft = copy_after(tokens, end, budget) if n and budget else []
         else:
             draft = []
         if draft:
@@ -202,10 +221,10 @@ class SpeculativeDrafter:
 
 def make_drafter(engine) -> SpeculativeDrafter:
     c = engine.config
-    suffix = SuffixOptions(max_tokens=c.suffix_max_draft_tokens, token_cost=c.suffix_token_cost,
-                           store_tokens=c.suffix_history_tokens)
+    suffix = SuffixOptions(max_tokens=c.suffix_max_draft_tokens, store_tokens=c.suffix_history_tokens)
+    cost = DraftCost(pinned=c.draft_token_cost)
     return SpeculativeDrafter(engine.tokenizer, c.num_speculative_tokens, c.prompt_lookup_min,
-                              c.prompt_lookup_max, c.speculative, suffix)
+                              c.prompt_lookup_max, c.speculative, suffix, cost)
 
 
 def accept_draft(probs: torch.Tensor, draft: int, generator: torch.Generator | None = None) -> int:

@@ -12,28 +12,24 @@ request accepts (never rebuilt per step):
 The longer match wins (a tie goes to the request's own text). Draft length adapts:
 - to the match: `factor * match length` tokens (a long match is a copy in progress; one or two matching
   tokens are weak evidence), capped by `max_tokens`;
-- to this request's running acceptance rate p (the chance that a draft token is accepted given the one
-  before it was, a running average over its drafted passes): the j-th draft token is reached with
-  probability p^j and costs `token_cost` of a decode pass (its row in the verify pass), so a draft stops
-  at the last j with p^j >= token_cost; at p < token_cost nothing is proposed, unless the match is at
-  least `confident_match` long (a short probe, so the rate can recover when copying starts again).
-  Text with nothing to copy thus stops paying for rejected drafts.
+- to this request's running acceptance rate and what a draft token costs here (engine/draft_budget.py):
+  a draft stops where reaching its next token stops paying; when nothing pays, a match at least
+  `confident_match` long still probes with a short draft, so the rate can recover when copying starts
+  again. Text with nothing to copy thus stops paying for rejected drafts.
 """
 
 from __future__ import annotations
 
-import math
 import weakref
 from dataclasses import dataclass, field
 
+from deltaserve.engine.draft_budget import PROBE_TOKENS, AcceptanceRate, DraftCost, worth
 from deltaserve.engine.sequence import Sequence
 from deltaserve.engine.suffix_automaton import SuffixAutomaton
 from deltaserve.engine.suffix_store import SaltIndex, SuffixStore
 
 SOURCE = "suffix"
 REMATCH = 48  # tokens of the tail re-matched against a changed store (longer matches gain nothing more)
-RATE_WEIGHT = 0.3  # weight of the newest drafted pass in the running acceptance rate
-PROBE_TOKENS = 2  # what a confident match drafts at an acceptance rate too low for anything else
 
 
 @dataclass
@@ -41,7 +37,6 @@ class SuffixOptions:
     max_tokens: int = 32
     factor: float = 4.0
     min_match: int = 2
-    token_cost: float = 0.05
     confident_match: int = 12
     store_tokens: int = 65536
 
@@ -55,13 +50,13 @@ class _RequestState:
     version: int = -1
     g_state: int = 0
     g_len: int = 0
-    rate: float = 1.0  # running per-token acceptance rate of this request's suffix drafts
-    seen: tuple[int, int] = (0, 0)  # (proposed, accepted) suffix draft tokens already folded into rate
+    rate: AcceptanceRate = field(default_factory=AcceptanceRate)  # of this request's suffix drafts
 
 
 class SuffixDrafter:
-    def __init__(self, options: SuffixOptions | None = None) -> None:
+    def __init__(self, options: SuffixOptions | None = None, cost: DraftCost | None = None) -> None:
         self.options = options or SuffixOptions()
+        self.cost = cost or DraftCost()
         self.store = SuffixStore(self.options.store_tokens)
         self._states: weakref.WeakKeyDictionary[Sequence, _RequestState] = weakref.WeakKeyDictionary()
 
@@ -74,18 +69,18 @@ class SuffixDrafter:
         new = tokens[st.sam.size:]
         self._extend_local(st, new)
         self._match_global(st, seq.cache_salt, tokens, new)
-        self._fold_acceptance(st, seq)
+        rate = st.rate.update(seq, SOURCE)
         o = self.options
         use_global = st.g_len > st.match_len
         m = st.g_len if use_global else st.match_len
         if m < o.min_match or k <= 0:
             return []
-        worth = self._worth(st.rate)
-        if worth < 1:
+        budget = worth(rate, self.cost.share, o.max_tokens)
+        if budget < 1:
             if m < o.confident_match:
                 return []
-            worth = PROBE_TOKENS
-        n = min(k, o.max_tokens, max(1, int(m * o.factor)), worth)
+            budget = PROBE_TOKENS
+        n = min(k, o.max_tokens, max(1, int(m * o.factor)), budget)
         if use_global:
             end = st.index.sam.end[st.g_state]
             self.store.touch(seq.cache_salt, end)
@@ -119,25 +114,6 @@ class SuffixDrafter:
         for tok in new:
             state, matched = follow(state, matched, tok)
         st.g_state, st.g_len = state, matched
-
-    def _worth(self, rate: float) -> int:
-        """Draft tokens worth verifying at this acceptance rate: the last j with rate^j >= token_cost."""
-        if rate >= 1.0:
-            return self.options.max_tokens
-        if rate <= 0.0:
-            return 0
-        return min(self.options.max_tokens, int(math.log(self.options.token_cost) / math.log(rate)))
-
-    @staticmethod
-    def _fold_acceptance(st: _RequestState, seq: Sequence) -> None:
-        """The last verified draft: `accepted` tokens taken, then one rejected unless all were."""
-        counts = seq.metrics.drafts.get(SOURCE)
-        if counts is None or counts.proposed == st.seen[0]:
-            return
-        proposed, accepted = counts.proposed - st.seen[0], counts.accepted - st.seen[1]
-        trials = accepted + (accepted < proposed)
-        st.rate += RATE_WEIGHT * (accepted / trials - st.rate)
-        st.seen = (counts.proposed, counts.accepted)
 
 
 def copy_after(tokens: list[int], start: int, n: int) -> list[int]:

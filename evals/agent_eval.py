@@ -3,6 +3,11 @@
 One JSONL row per run, appended as it finishes, so an interrupted eval resumes where it stopped (runs
 already in the file are skipped; runs that ended in an error are retried). "Solved" is checked here, not
 taken from the agent: after the run the task's original test files are restored and its tests run once more.
+
+`workers` > 1 runs that many at once, each in its own temp copy, against a provider that batches
+concurrent requests (our server, vLLM, a hosted API): one run's tests and prompt building then overlap
+the others' decoding. A `local/` engine in this process answers one request at a time, so there only
+the test runs overlap. Rows are appended as runs finish, in any order.
 """
 
 from __future__ import annotations
@@ -11,6 +16,7 @@ import shutil
 import tempfile
 import time
 from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor, as_completed
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -41,6 +47,7 @@ class AgentEvalConfig:
     out_dir: Path = Path("runs/agent")
     tasks_dir: Path | None = None
     progress: bool = True
+    workers: int = 1  # runs at once
     # extra Agent/litellm kwargs per run, e.g. lambda task, model, fmt: {"mock_response": "..."}
     run_kwargs: Callable[[Task, str, str], dict] | None = None
 
@@ -115,11 +122,16 @@ def run_agent_eval(config: AgentEvalConfig) -> dict:
     done = done_runs(results)
     todo = [(t, m, f, n) for t in tasks for m in config.models for f in config.formats
             for n in config.candidates if (t.id, m, f, n) not in done]
-    with progress_bar(config.progress) as progress:
+    workers = max(1, config.workers)
+    with progress_bar(config.progress) as progress, ThreadPoolExecutor(max_workers=workers) as pool:
         bar = progress.add_task("agent eval", total=len(todo))
-        for task, model, fmt, n in todo:
+
+        def start(task: Task, model: str, fmt: str, n: int) -> dict:  # the bar names the latest run started
             progress.update(bar, description=f"{task.id} · {model} · {fmt} · x{n}")
-            append_row(results, run_one(task, model, fmt, config, logs, n))
+            return run_one(task, model, fmt, config, logs, n)
+
+        for finished in as_completed([pool.submit(start, *run) for run in todo]):
+            append_row(results, finished.result())  # only this thread writes the file
             progress.advance(bar)
     paths = report_from_file(results, out_dir)
     return {"ran": len(todo), "skipped": len(done), "paths": {"results": results, **paths}}

@@ -91,6 +91,10 @@ def register(subparsers) -> None:
     ag.add_argument("--max-tokens", type=int, default=default(AgentEvalConfig, "max_tokens"),
                     help="max tokens per reply (default: %(default)s)")
     ag.add_argument("--api-base", default=None)
+    ag.add_argument("--workers", type=int, default=default(AgentEvalConfig, "workers"), metavar="N",
+                    help="runs at once (default: %(default)s); worth it against a server or API that batches "
+                         "concurrent requests; a local/ engine answers one request at a time, so there only "
+                         "test runs overlap")
     local_engines = ag.add_argument_group("local/ models' engines")
     add_kv_cache_options(local_engines)
     add_quant_options(local_engines)
@@ -166,7 +170,11 @@ def run_agent(args) -> int:
         api_base=args.api_base,
         sandbox=args.sandbox,
         out_dir=args.out or _default_out("agent"),
+        workers=args.workers,
     )
+    if args.workers < 1:
+        print("deltaserve eval agent: --workers must be at least 1", file=sys.stderr)
+        return 2
     result = run_agent_eval(config)
     console = Console()
     console.print(f"ran {result['ran']} runs, skipped {result['skipped']} already in the results")

@@ -154,7 +154,7 @@ needs_fbgemm = pytest.mark.skipif(not dynamic_int8_works(), reason="fbgemm's int
 
 @needs_fbgemm
 @pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16])
-@pytest.mark.parametrize("rows", [6, 2 * ROW_BY_ROW_MAX + 8])  # one call a row; one GEMM of scaled rows
+@pytest.mark.parametrize("rows", [6, 40])  # verify spans and decode batches; prefill chunks
 def test_w8a8_quantizes_each_row_alone(dtype, rows):
     """Each row's activations are quantized on their own range: close to the float product of the int8
     weights, the same whatever rows share the call (integer accumulation is exact), even beside a row
@@ -174,8 +174,16 @@ def test_w8a8_quantizes_each_row_alone(dtype, rows):
     for i in range(rows):
         assert (got[i].float() - ref[i]).norm() <= 0.03 * ref[i].norm()
     assert torch.equal(got[4], bias)
-    parts = [x[:3], x[3:]] if rows <= ROW_BY_ROW_MAX else [x[:rows // 2], x[rows // 2:]]  # the same path
-    assert torch.equal(got, torch.cat([lin(p) for p in parts]))
+    assert torch.equal(got, torch.cat([lin(x[:3]), lin(x[3:])]))  # other rows beside it: the same GEMM
+    # A row alone takes fbgemm's own dynamic linear, on the same grid: the same levels, except that a value
+    # within float rounding of the midpoint between two levels may round the other way (one level in one
+    # of 64 inputs moves this row's result ~2e-3); bf16 output rounds on top.
+    close = 0
+    for i in range(rows):
+        gap = (lin(x[i:i + 1])[0].float() - got[i].float()).norm() / (ref[i].norm() + 1)
+        assert gap <= 1e-2
+        close += bool(gap <= (1e-6 if dtype == torch.float32 else 1e-2))
+    assert close >= 0.9 * rows
 
 
 @needs_fbgemm

@@ -94,3 +94,19 @@ def test_a_report_merges_runs_of_several_formats(tmp_path, gold_udiff):
     # the gold udiff is not a whole-format reply: it parses as no file, so nothing was written
     assert f"| {GOLD} | whole | 1 | 0 |" in report
     assert report.count(f"| {TASK} | {GOLD} |") == 2
+
+
+def test_workers_run_several_at_once_and_record_each_once(tmp_path, gold_udiff):
+    """Runs on two workers: every run recorded once with its own outcome, and a rerun resumes."""
+    out = tmp_path / "agent"
+    config = AgentEvalConfig(models=[GOLD, CLUELESS], formats=["udiff"], task_ids=[TASK], max_steps=1,
+                             out_dir=out, progress=False, run_kwargs=scripted(gold_udiff), workers=2)
+    result = run_agent_eval(config)
+    assert (result["ran"], result["skipped"]) == (2, 0)
+    rows = {r["model"]: r for r in rows_of(load_rows(out / "results.jsonl"), "agent")}
+    assert len(rows) == 2 and rows[GOLD]["solved"] and not rows[CLUELESS]["solved"]
+    assert all(r["error"] is None for r in rows.values())
+    config.formats = ["udiff", "search_replace"]  # the rerun resumes: only the two new runs
+    assert run_agent_eval(config)["ran"] == 2
+    keys = [(r["model"], r["format"]) for r in rows_of(load_rows(out / "results.jsonl"), "agent")]
+    assert sorted(keys) == sorted({(m, f) for m in (GOLD, CLUELESS) for f in ("udiff", "search_replace")})
