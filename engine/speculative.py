@@ -15,11 +15,13 @@ Draft sources, tried in order; the request's method (`SamplingParams.speculative
   keeps paying off after every edit.
 - "ngram" (prompt lookup): the latest earlier occurrence of the last n tokens of prompt + output (n from
   prompt_lookup_max down to prompt_lookup_min), found in an incrementally built n-gram index (no rescans
-  of a long prompt); always num_speculative_tokens long.
+  of a long prompt); up to num_speculative_tokens long.
 - "suffix" (engine/suffix_drafter.py): the longest match in the request's own text or in recent outputs
   with the same cache_salt, drafting as far as the match length and the request's acceptance rate earn.
 
-Each proposal marks its source in `seq.draft_source`, so the engine counts drafts by drafter.
+Each draft is cut where it stops paying (engine/draft_budget.py: the request's acceptance rate for that
+source against a draft row's measured cost). Each proposal marks its source in `seq.draft_source`, so the
+engine counts drafts by drafter.
 
 Acceptance is exact (engine._advance): at each draft position the engine picks the token the target
 would emit there (argmax, forced token, or a sample) and keeps the draft iff it is that token. For a
