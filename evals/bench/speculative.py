@@ -227,6 +227,9 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--drafters", default=",".join(DRAFTERS), help="subset of: " + ", ".join(DRAFTERS))
     p.add_argument("--k", type=int, default=None, help="num_speculative_tokens (default: EngineConfig's)")
     p.add_argument("--ngram", default=None, help="prompt_lookup min,max (default: EngineConfig's)")
+    p.add_argument("--draft-token-cost", type=float, default=None, metavar="SHARE",
+                   help="pin a draft row's cost as a share of a decode pass (default: each engine measures "
+                        "its own, so draft lengths follow this machine; pin it for figures that do not)")
     p.add_argument("--json", action="store_true",
                    help="print one JSON object per (workload, drafter) on stdout; the tables go to stderr")
 
@@ -239,6 +242,8 @@ def engines(args) -> dict[str, Engine]:
     if args.ngram:
         lo, hi = (int(x) for x in args.ngram.split(","))
         spec.update(prompt_lookup_min=lo, prompt_lookup_max=hi)
+    if args.draft_token_cost is not None:
+        spec["draft_token_cost"] = args.draft_token_cost
     common = {"dtype": args.dtype, "num_threads": args.threads, **spec}
     return {name: Engine.from_pretrained(args.model, **common, speculative=name)
             for name in args.drafters.split(",")}
@@ -254,8 +259,10 @@ def run(args) -> int:
     engs = engines(args)
     first = next(iter(engs.values()))
     c = first.config
+    cost = "measured" if c.draft_token_cost is None else c.draft_token_cost
     log(f"{first!r}; threads={args.threads}; ngram k={c.num_speculative_tokens} n-gram "
-        f"{c.prompt_lookup_min}..{c.prompt_lookup_max}; suffix up to {c.suffix_max_draft_tokens} tokens")
+        f"{c.prompt_lookup_min}..{c.prompt_lookup_max}; suffix up to {c.suffix_max_draft_tokens} tokens; "
+        f"draft row cost {cost}")
     cases = [x for x in args.cases.split(",") if x]
     requests: list[Request] = []
     with tempfile.TemporaryDirectory(prefix="bench-spec-") as tmp:

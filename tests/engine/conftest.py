@@ -16,6 +16,7 @@ def make_engine(tiny_llama):
         config.setdefault("dtype", "float32")
         config.setdefault("num_blocks", 256)
         config.setdefault("speculative", False)  # exact pass counts; drafts are tested on their own
+        config.setdefault("draft_token_cost", 0.05)  # pinned: measured, drafts would follow the box's load
         eng = Engine.from_pretrained(str(path or tiny_llama), **config)
         made.append(eng)
         return eng

@@ -18,6 +18,7 @@ def tiny_engine(path, **kwargs):
     kwargs.setdefault("dtype", "float32")
     kwargs.setdefault("device", "cpu")
     kwargs.setdefault("num_blocks", 1024)  # 16k tokens: plenty here; the default pool is sized from memory
+    kwargs.setdefault("draft_token_cost", 0.05)  # pinned: measured, draft lengths would follow the box's load
     return Engine.from_pretrained(str(path), **kwargs)
 
 
