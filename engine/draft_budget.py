@@ -39,10 +39,10 @@ def running(mean: float | None, value: float) -> float:
 
 class DraftCost:
     """A draft token's cost as a share of a plain decode pass, from timed batch-1 passes (1 row: a plain
-    pass; 1 + d rows: a verify pass of d drafts). `prior` until both kinds were timed; `pinned` fixes it."""
+    pass; 1 + d rows: a verify pass of d drafts). PRIOR_SHARE until both were timed; `pinned` fixes it."""
 
-    def __init__(self, prior: float = PRIOR_SHARE, pinned: float | None = None):
-        self.prior, self.pinned = prior, pinned
+    def __init__(self, pinned: float | None = None):
+        self.pinned = pinned
         self.plain_s: float | None = None  # running time of a 1-row pass
         self.row_s: float | None = None  # running extra time of one more row
 
@@ -51,7 +51,7 @@ class DraftCost:
         if self.pinned is not None:
             return self.pinned
         if self.plain_s is None or self.row_s is None:
-            return self.prior
+            return PRIOR_SHARE
         return min(MAX_SHARE, max(MIN_SHARE, self.row_s / self.plain_s))
 
     def observe(self, rows: int, seconds: float) -> None:

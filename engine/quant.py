@@ -47,9 +47,6 @@ INT4_N_MULTIPLE = 16  # the int4 packing needs out_features % 16 == 0
 # (decode) and lose from about 8 rows on (measured on a 2-core AVX-512 machine, 1.5B model shapes), so
 # speculative verify spans (1 + 8 drafts) and prefill chunks run dense.
 MAX_QUANT_ROWS = 4
-# dynamic int8 linears run fbgemm's own dynamic linear for a call of this many rows (a decode step) and
-# one GEMM over rows quantized here for more (dynamic_int8_mm)
-ROW_BY_ROW_MAX = 1
 
 
 def fast_bf16(device: torch.device) -> bool:
@@ -142,9 +139,8 @@ def dynamic_int8_mm(x: torch.Tensor, packed, row_sums: torch.Tensor) -> torch.Te
     cost SmolLM2-135M 4.6% perplexity, a row's plain min-max range 3.3%, this one 1.5% (1,024 tokens)."""
     x = x.float()
     rows = x.shape[0]
-    if rows <= ROW_BY_ROW_MAX:
-        return torch.cat([torch.ops.quantized.linear_dynamic(r, packed, False) for r in x.split(1)]) \
-            if rows > 1 else torch.ops.quantized.linear_dynamic(x, packed, False)
+    if rows == 1:
+        return torch.ops.quantized.linear_dynamic(x, packed, False)
     lo, hi = x.aminmax(dim=-1, keepdim=True)
     step = ((hi.clamp_(min=0) - lo.clamp_(max=0)) / 255).clamp_(min=torch.finfo(torch.float32).tiny)
     lo = (lo / step).round_().mul_(step)  # zero on the grid, as fbgemm's own choice of range puts it

@@ -15,7 +15,6 @@ from transformers import AutoModelForCausalLM
 from deltaserve.engine import Engine, EngineConfig, EngineError, SamplingParams
 from deltaserve.engine.linear import DenseLinear
 from deltaserve.engine.quant import (
-    ROW_BY_ROW_MAX,
     QuantizedLinear,
     default_dtype,
     dequantize_int4,
@@ -195,7 +194,7 @@ def test_int8_products_never_overflow_fbgemm():
     k = 256
     packed = pack_dynamic_int8(torch.full((16, k), levels, dtype=torch.int8), torch.ones(16))
     row_sums = torch.full((16,), float(levels * k))
-    for rows in (1, ROW_BY_ROW_MAX + 1):  # fbgemm's dynamic linear, and our scaled rows
+    for rows in (1, 2):  # fbgemm's dynamic linear, and our scaled rows
         for sign in (1, -1):
             got = dynamic_int8_mm(sign * torch.ones(rows, k), packed, row_sums)
             torch.testing.assert_close(got, torch.full_like(got, sign * levels * k))
