@@ -5,12 +5,13 @@ excerpt of the code the failing tests reach (excerpt.py), not as its head."""
 from __future__ import annotations
 
 import re
+from collections import Counter
 from dataclasses import dataclass
 from pathlib import Path
 
 from deltaserve.harness import excerpt, python_refs
 from deltaserve.harness.prompt import render_file
-from deltaserve.tools.files import grep
+from deltaserve.tools.files import LineSearch
 from deltaserve.tools.tests import is_test_path
 
 MAX_FILES = 6
@@ -29,6 +30,7 @@ _TRACE_SYMBOL = re.compile(r"(?::\d+: in |, in |\bwhere .* = )([A-Za-z_]\w*)")
 _TASK_SYMBOL = re.compile(r"`([A-Za-z_][\w.]*)(?:\(\))?`"
                           r"|\b([A-Za-z_]\w*(?=\()|[A-Za-z_]\w*_\w+|[a-z]+[A-Z]\w*|[A-Z][a-z]\w{2,})\b")
 MAX_SYMBOLS = 12
+MAX_DEFINING_FILES = 3
 # the line of a frame: `File "/abs/pkg/mod.py", line 3` or `pkg/mod.py:3:`
 _TRACE_LINE = re.compile(r'File "([^"]+)", line (\d+)|(?:^|\s)([\w./\\-]+\.\w+):(\d+)\b', re.MULTILINE)
 # a source line pytest shows with `>` (the failing line), and the calls in it
@@ -95,16 +97,25 @@ def symbols(task: str, test_output: str) -> list[str]:
 
 
 def definition_files(workspace, names: list[str]) -> list[str]:
-    """Files defining any of these names (`def name` / `class name`), via tools.files.grep."""
+    """Files defining any of these names (`def name` / `class name`), name by name in the order given, found
+    in one pass over the workspace. A name defined in more than MAX_DEFINING_FILES files (a method every
+    class of a big package overrides) cannot say which one matters: of its files only those that also define
+    another of the names are kept."""
     if not names:
         return []
+    rx = re.compile(rf"^\s*(?:async\s+def|def|class)\s+({'|'.join(map(re.escape, names))})\b")
+    defined_in: dict[str, list[str]] = {}
+    for hit in LineSearch(workspace, rx):
+        paths = defined_in.setdefault(hit.match.group(1), [])
+        if hit.path not in paths:
+            paths.append(hit.path)
+    names_per_file = Counter(p for paths in defined_in.values() for p in paths)
     found: list[str] = []
     for name in names:
-        # "path:line: text" lines
-        hits = grep(workspace, rf"^\s*(async\s+def|def|class)\s+{re.escape(name)}\b")
-        for m in re.finditer(r"^(.+?):\d+: ", hits, flags=re.MULTILINE):
-            if m.group(1) not in found:
-                found.append(m.group(1))
+        paths = defined_in.get(name, [])
+        if len(paths) > MAX_DEFINING_FILES:
+            paths = [p for p in paths if names_per_file[p] > 1]
+        found += [p for p in paths if p not in found]
     return found
 
 

@@ -8,7 +8,9 @@ from __future__ import annotations
 
 import os
 import re
+import stat
 from collections.abc import Iterator
+from dataclasses import dataclass
 from pathlib import Path
 
 import pathspec
@@ -94,7 +96,8 @@ def iter_files(ws: Workspace, pattern: str | None = None) -> Iterator[str]:
         keep = []
         for d in sorted(dirnames):
             rel = f"{rel_dir}/{d}" if rel_dir else d
-            if d in SKIP_DIRS or os.path.islink(os.path.join(dirpath, d)) or ignore.ignored(rel, True):
+            skipped = d.casefold() in SKIP_DIRS or os.path.islink(os.path.join(dirpath, d))
+            if skipped or ignore.ignored(rel, True):
                 continue
             keep.append(d)
         dirnames[:] = keep
@@ -104,18 +107,79 @@ def iter_files(ws: Workspace, pattern: str | None = None) -> Iterator[str]:
                 continue
             if want is not None and not want.match_file(rel):
                 continue
-            try:  # drop symlinks that point outside the workspace or loop, and FIFOs (a read would block)
-                if not ws.exists(rel):
-                    continue
-            except WorkspaceError:
+            if f.casefold() == ".git":  # a submodule's gitlink: the tools never read .git
+                continue
+            if not _regular_file(ws, rel, os.path.join(dirpath, f)):
                 continue
             yield rel
+
+
+def _regular_file(ws: Workspace, rel: str, full: str) -> bool:
+    """A plain file in a walked (not symlinked) directory is inside the workspace: one lstat decides. A
+    symlink is kept only if it resolves to a regular file inside; FIFOs are dropped (a read would block)."""
+    try:
+        mode = os.lstat(full).st_mode
+    except OSError:
+        return False
+    if not stat.S_ISLNK(mode):
+        return stat.S_ISREG(mode)
+    try:
+        return ws.exists(rel)
+    except WorkspaceError:
+        return False
 
 
 def list_files(ws: Workspace, pattern: str | None = None, max_results: int | None = None) -> list[str]:
     """Sorted workspace-relative file paths (see iter_files), at most `max_results`."""
     out = sorted(iter_files(ws, pattern))
     return out if max_results is None else out[:max_results]
+
+
+@dataclass(frozen=True)
+class LineMatch:
+    path: str  # workspace-relative
+    number: int  # 1-based, as view() and patch errors count
+    line: str
+    match: re.Match[str]
+
+
+# Regex constructs that see past a line's ends (\A, \Z, negative lookarounds) or never give back what they
+# took (atomic groups, possessive quantifiers): with them a line can match alone but not inside its file.
+_LINE_BOUND = re.compile(r"\\[AZz]|\(\?<?!|\(\?>|[*+?}]\+")
+
+
+class LineSearch:
+    """Every line matching `rx`, file by file in iter_files order; binary files are skipped, and so are files
+    over MAX_GREP_FILE_BYTES (counted in `skipped`). A file is ruled out by one search of its whole text
+    (MULTILINE) when the regex allows it, before it is split into lines: a repository of thousands of files
+    is searched in a second or two."""
+
+    def __init__(self, ws: Workspace, rx: re.Pattern[str], path_glob: str | None = None):
+        self.ws, self.rx, self.path_glob = ws, rx, path_glob
+        self.skipped = 0
+        bounded = _LINE_BOUND.search(rx.pattern)
+        self._whole_text = None if bounded else re.compile(rx.pattern, rx.flags | re.MULTILINE)
+
+    def __iter__(self) -> Iterator[LineMatch]:
+        for rel in iter_files(self.ws, self.path_glob):
+            text = self._text(rel)
+            if text is None or (self._whole_text and not self._whole_text.search(text.replace("\r\n", "\n"))):
+                continue
+            for number, line in enumerate(split_lines(text)[0], 1):
+                match = self.rx.search(line)
+                if match:
+                    yield LineMatch(rel, number, line, match)
+
+    def _text(self, rel: str) -> str | None:
+        real = self.ws.root / rel  # iter_files checked it: a regular file inside (a symlink resolved there)
+        try:
+            if real.stat().st_size > MAX_GREP_FILE_BYTES:
+                self.skipped += 1
+                return None
+            data = real.read_bytes()
+        except OSError:
+            return None
+        return None if is_binary(data) else decode(data, rel).text  # is_binary: the first bytes only
 
 
 def grep(ws: Workspace, regex: str, path_glob: str | None = None, max_results: int = MAX_GREP_RESULTS,
@@ -128,33 +192,19 @@ def grep(ws: Workspace, regex: str, path_glob: str | None = None, max_results: i
         raise WorkspaceError(f"invalid regular expression {regex!r}: {exc}") from None
     hits: list[str] = []
     capped = False
-    skipped = 0
-    for rel in iter_files(ws, path_glob):
-        real = ws.resolve(rel)
-        try:
-            if real.stat().st_size > MAX_GREP_FILE_BYTES:
-                skipped += 1
-                continue
-            data = real.read_bytes()
-        except OSError:
-            continue
-        if is_binary(data):  # looks at the first bytes only
-            continue
-        lines, _ = split_lines(decode(data, rel).text)
-        for i, line in enumerate(lines, 1):
-            if rx.search(line):
-                if len(hits) >= max_results:
-                    capped = True
-                    break
-                shown = line if len(line) <= MAX_LINE_CHARS else line[:MAX_LINE_CHARS] + " [...]"
-                hits.append(f"{rel}:{i}: {shown}")
-        if capped:
+    search = LineSearch(ws, rx, path_glob)
+    for hit in search:
+        if len(hits) >= max_results:
+            capped = True
             break
+        line = hit.line
+        shown = line if len(line) <= MAX_LINE_CHARS else line[:MAX_LINE_CHARS] + " [...]"
+        hits.append(f"{hit.path}:{hit.number}: {shown}")
     out = hits or [f"no matches for {regex!r}" + (f" in files matching {path_glob!r}" if path_glob else "")]
     if capped:
         out.append(
             f"[results capped at {max_results} matches; narrow the regex or path_glob to see the rest]"
         )
-    if skipped:
-        out.append(f"[{skipped} files over {MAX_GREP_FILE_BYTES} bytes not searched]")
+    if search.skipped:
+        out.append(f"[{search.skipped} files over {MAX_GREP_FILE_BYTES} bytes not searched]")
     return "\n".join(out)

@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import codecs
 import os
-import re
 import tempfile
 from dataclasses import dataclass
 from pathlib import Path
@@ -15,9 +14,6 @@ from deltaserve.errors import WorkspaceError
 
 # How much of a file is sniffed for NUL bytes to call it binary.
 BINARY_SNIFF_BYTES = 8192
-
-_LINE_RE = re.compile(r"[^\n]*\n|[^\n]+")
-
 
 def _current_umask() -> int:
     mask = os.umask(0)
@@ -64,19 +60,19 @@ def decode(data: bytes, name: str = "file") -> Decoded:
 
 def split_lines(text: str) -> tuple[list[str], list[str]]:
     """Lines without terminators, plus each line's terminator ("\\n", "\\r\\n", or "" for a last line
-    without one)."""
-    lines, endings = [], []
-    for m in _LINE_RE.finditer(text):
-        chunk = m.group()
-        if chunk.endswith("\r\n"):
-            lines.append(chunk[:-2])
-            endings.append("\r\n")
-        elif chunk.endswith("\n"):
-            lines.append(chunk[:-1])
-            endings.append("\n")
-        else:
-            lines.append(chunk)
-            endings.append("")
+    without one). A lone "\\r" is part of its line, not a terminator. (str.split, not a regex: grep and
+    context gathering split every file of a repository.)"""
+    lines = text.split("\n")
+    last = lines.pop()  # "" when the text ends with a newline (or is empty)
+    endings = ["\n"] * len(lines)
+    if "\r\n" in text:
+        for i, line in enumerate(lines):
+            if line.endswith("\r"):
+                lines[i] = line[:-1]
+                endings[i] = "\r\n"
+    if last:
+        lines.append(last)
+        endings.append("")
     return lines, endings
 
 

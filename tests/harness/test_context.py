@@ -60,3 +60,20 @@ def test_gather_orders_traceback_task_then_definitions_code_before_tests_with_ca
 
 def test_render_without_files_says_how_to_look():
     assert "VIEW or GREP" in context.render([], numbered=False)
+
+
+def test_a_name_defined_in_many_files_points_only_where_other_names_are_defined(tmp_path):
+    models = {f"pkg/model_{i}.py": "class Model:\n    def generate(self):\n        pass\n" for i in range(5)}
+    ws = make(tmp_path, {
+        **models,
+        "pkg/model_2.py": "class Model:\n    def generate(self):\n        return sample(self)\n",
+        "pkg/sampling.py": "def sample(model):\n    pass\n\n\nclass Sampler:\n    pass\n",
+        "pkg/mixin.py": "class Mixin:\n    async def generate(self):\n        return Sampler()\n\n"
+                        "def sample_all():\n    pass\n",
+    })
+    # `generate` is defined in 6 files: only the one that also defines another name is kept
+    found = context.definition_files(ws, ["generate", "sample", "Sampler", "sample_all"])
+    assert found == ["pkg/mixin.py", "pkg/sampling.py"]
+    # defined in few enough files, every definition counts, name by name (async def, methods, classes)
+    assert context.definition_files(ws, ["Sampler", "Mixin"]) == ["pkg/sampling.py", "pkg/mixin.py"]
+    assert context.definition_files(ws, ["sampl"]) == []  # whole names only

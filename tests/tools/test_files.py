@@ -108,3 +108,11 @@ def test_grep_cap_note(repo):
 def test_grep_bad_regex(repo):
     with pytest.raises(WorkspaceError, match="invalid regular expression"):
         grep(repo, "(unclosed")
+
+
+def test_list_files_skips_git_in_any_case_and_gitlinks_and_fifos(workspace):
+    ws = workspace({"a.py": "", ".GIT/config": "", "sub/.git": "gitdir: ../.git/modules/sub\n",
+                    "sub/b.py": ""})
+    os.mkfifo(ws.root / "pipe")
+    os.symlink("a.py", ws.root / "link.py")  # a symlink inside the workspace stays
+    assert list_files(ws) == ["a.py", "link.py", "sub/b.py"]
