@@ -37,7 +37,8 @@ def traceback_sites(workspace, test_output: str) -> list[str]:
 
 
 def called_definitions(source: str, names: list[str]) -> tuple[list[str], list[str]]:
-    """(the definitions of `source` named in `names`, the other definitions of `source` they call)."""
+    """(the definitions of `source` named in `names`, the other definitions of `source` they call outside
+    `raise` statements)."""
     try:
         known = definitions(ast.parse(source))
     except SyntaxError:
@@ -46,8 +47,10 @@ def called_definitions(source: str, names: list[str]) -> tuple[list[str], list[s
     targets = [by_name[n] for n in names if n in by_name]
     called: list[str] = []
     for target in targets:
+        # a call in a `raise` builds the exception that reports the failure, not the wrong value
+        reporting = {id(n) for r in ast.walk(known[target]) if isinstance(r, ast.Raise) for n in ast.walk(r)}
         for node in ast.walk(known[target]):
-            if not isinstance(node, ast.Call):
+            if not isinstance(node, ast.Call) or id(node) in reporting:
                 continue
             func = node.func
             name = func.id if isinstance(func, ast.Name) else func.attr if isinstance(func, ast.Attribute) \

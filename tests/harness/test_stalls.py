@@ -107,6 +107,14 @@ def test_called_definitions_reads_methods_and_ignores_what_the_file_does_not_def
     assert called_definitions("def broken(:\n", ["broken"]) == ([], [])
 
 
+def test_called_definitions_leaves_out_the_exceptions_a_function_raises():
+    source = ("class InvalidName(ValueError):\n    pass\n\n\ndef _norm(s):\n    return s.lower()\n\n\n"
+              "def canonical(name, validate=False):\n    if validate and not name:\n"
+              "        raise InvalidName(f'bad {_quote(name)}')\n    return _norm(name)\n\n\n"
+              "def _quote(s):\n    return repr(s)\n")
+    assert called_definitions(source, ["canonical"]) == (["canonical"], ["_norm"])
+
+
 @pytest.mark.parametrize(("asked_before", "greedy_again"), [
     (["udiff"], True),
     (["udiff", "whole", "symbol", "search_replace"], False),
