@@ -133,15 +133,22 @@ def gather(workspace, task: str, test_output: str = "", max_files: int = MAX_FIL
         names += python_refs.called_by(texts.get(path) or "", failing)[:MAX_SYMBOLS]
     names = [n for n in dict.fromkeys(names) if not n.startswith("test")]
     found = list(dict.fromkeys(found + definition_files(workspace, names)))
+    focus_lines = lines_in_traceback(workspace, test_output)
     imported: dict[str, set[str]] = {}
     for path in (p for p in found if p.endswith(".py")):
-        for module, taken in python_refs.imported_modules(workspace, path, texts.get(path) or "").items():
+        text = texts.get(path) or ""
+        used = None if is_test_path(path) else used_names(path, text, max_file_chars,
+                                                          focus_lines.get(path, set()), set(names))
+        for module, taken in python_refs.imported_modules(workspace, path, text).items():
+            if used is not None and taken:
+                taken = taken & used
+                if not taken:
+                    continue  # imported for code the excerpt leaves out
             if module in found or python_refs.defines_code(texts.get(module) or ""):
                 imported.setdefault(module, set()).update(taken)
     tests = [p for p in found if is_test_path(p)]
     code = [p for p in [*found, *imported] if not is_test_path(p)]
     code = list(dict.fromkeys(code))[: max_files - min(len(tests), 1)]
-    focus_lines = lines_in_traceback(workspace, test_output)
     test_cap = int(max_file_chars * TEST_FILE_SHARE)  # a long test file: its failing tests matter
     reserve = min(len(tests), 2) * test_cap
 
@@ -161,6 +168,18 @@ def gather(workspace, task: str, test_output: str = "", max_files: int = MAX_FIL
         files.append(shown)
         total += len(shown.content)
     return files
+
+
+def used_names(path: str, text: str, cap: int, focus_lines: set[int], names: set[str]) -> set[str] | None:
+    """The names the code the model will see reads, when that is an excerpt of a Python file (None when the
+    file fits its cap whole, or is cut another way): the modules it imports only for code the excerpt
+    leaves out (a 1,000-line class used in another part of the file) are not worth their room."""
+    if len(text) <= cap:
+        return None
+    shown = shown_part(path, text, cap, focus_lines, names)
+    if shown.line_numbers is None:
+        return None
+    return python_refs.names_used_on(text, {n for n in shown.line_numbers if n is not None})
 
 
 class _Texts:

@@ -61,6 +61,15 @@ def imported_modules(workspace, path: str, text: str) -> dict[str, set[str]]:
     return found
 
 
+def names_used_on(text: str, lines: set[int]) -> set[str] | None:
+    """The names the code on these lines reads (calls, annotations, bases; not comments or strings), None
+    when the file does not parse."""
+    tree = _parse(text)
+    if tree is None:
+        return None
+    return {node.id for node in ast.walk(tree) if isinstance(node, ast.Name) and node.lineno in lines}
+
+
 def defines_code(text: str) -> bool:
     """Whether a module defines anything (a function, class or variable besides `__all__`); a package's
     `__init__` that only re-exports does not, and showing it would only point the model at the wrong file."""

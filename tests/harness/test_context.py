@@ -77,3 +77,25 @@ def test_a_name_defined_in_many_files_points_only_where_other_names_are_defined(
     # defined in few enough files, every definition counts, name by name (async def, methods, classes)
     assert context.definition_files(ws, ["Sampler", "Mixin"]) == ["pkg/sampling.py", "pkg/mixin.py"]
     assert context.definition_files(ws, ["sampl"]) == []  # whole names only
+
+
+def test_an_excerpt_brings_only_the_modules_its_shown_code_uses(tmp_path):
+    filler = "".join(f"\n\ndef unrelated_{i}(x):\n    return Version(x)\n" for i in range(80))
+    ws = make(tmp_path, {
+        "pkg/__init__.py": "",
+        "pkg/utils.py": "from pkg.version import Version\nfrom pkg.names import lower\n"
+                        f"# Version 2.0 licence\n{filler}\n\ndef canonical(name):\n"
+                        "    return lower(name).replace('_', '-')\n",
+        "pkg/version.py": "class Version:\n    pass\n",
+        "pkg/names.py": "def lower(s):\n    return s.lower()\n",
+        "tests/test_names.py": "from pkg.utils import canonical\n\n\ndef test_dots():\n"
+                               "    assert canonical('a.b') == 'a-b'\n",
+    })
+    out = "tests/test_names.py:5: in test_dots\nFAILED tests/test_names.py::test_dots - AssertionError\n"
+    files = context.gather(ws, "canonical() keeps dots", out, max_file_chars=1500)
+    assert files[0].path == "pkg/utils.py" and files[0].line_numbers is not None  # an excerpt
+    # lower() is called by the code shown; Version only by code folded away (and in a comment)
+    assert [f.path for f in files] == ["pkg/utils.py", "pkg/names.py", "tests/test_names.py"]
+    whole = context.gather(ws, "canonical() keeps dots", out)  # the file shown whole: all it imports
+    assert [f.path for f in whole] == ["pkg/utils.py", "pkg/version.py", "pkg/names.py",
+                                       "tests/test_names.py"]
