@@ -62,12 +62,23 @@ def imported_modules(workspace, path: str, text: str) -> dict[str, set[str]]:
 
 
 def names_used_on(text: str, lines: set[int]) -> set[str] | None:
-    """The names the code on these lines reads (calls, annotations, bases; not comments or strings), None
-    when the file does not parse."""
+    """The names the code on these lines reads (calls, values, bases; not type hints, comments or strings),
+    None when the file does not parse. A name used only as a type hint says nothing about where a wrong
+    value comes from (excerpt.py ranks them the same way)."""
     tree = _parse(text)
     if tree is None:
         return None
-    return {node.id for node in ast.walk(tree) if isinstance(node, ast.Name) and node.lineno in lines}
+    hints = {id(n) for a in _annotations(tree) for n in ast.walk(a)}
+    return {node.id for node in ast.walk(tree)
+            if isinstance(node, ast.Name) and node.lineno in lines and id(node) not in hints}
+
+
+def _annotations(tree: ast.AST):
+    for node in ast.walk(tree):
+        if isinstance(node, ast.arg | ast.AnnAssign) and node.annotation is not None:
+            yield node.annotation
+        elif isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef) and node.returns is not None:
+            yield node.returns
 
 
 def defines_code(text: str) -> bool:
