@@ -70,7 +70,8 @@ def names_used_on(text: str, lines: set[int]) -> set[str] | None:
         return None
     hints = {id(n) for a in _annotations(tree) for n in ast.walk(a)}
     return {node.id for node in ast.walk(tree)
-            if isinstance(node, ast.Name) and node.lineno in lines and id(node) not in hints}
+            if isinstance(node, ast.Name) and isinstance(node.ctx, ast.Load) and node.lineno in lines
+            and id(node) not in hints}
 
 
 def _annotations(tree: ast.AST):

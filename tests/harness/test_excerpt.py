@@ -103,3 +103,16 @@ def test_edits_that_drop_folded_lines_are_refused(tmp_path):
 def test_a_package_init_that_only_reexports_is_not_context():
     assert not defines_code('"""pkg."""\nfrom .core import a, b\n\n__all__ = ["a", "b"]\n')
     assert defines_code("from .core import a\n\nDEFAULT = a()\n")
+
+
+def test_names_used_on_lines_leave_out_type_hints_comments_and_strings():
+    source = ("def convert(value: Text, ctx: Context | None = None) -> Result:\n"  # 1
+              "    # Version is not read here\n"                                    # 2
+              "    x: Cache = lookup(value, 'Registry')\n"                          # 3
+              "    return Parser(ctx).parse(x)\n"                                   # 4
+              "y = Outside()\n")                                                    # 5
+    from deltaserve.harness.python_refs import names_used_on
+
+    assert names_used_on(source, {1, 2, 3, 4}) == {"lookup", "value", "Parser", "ctx", "x"}
+    assert names_used_on(source, {5}) == {"Outside"}
+    assert names_used_on("def broken(:\n", {1}) is None
