@@ -21,6 +21,7 @@ import heapq
 import re
 from dataclasses import dataclass
 
+from deltaserve.harness.python_refs import type_hint_ids
 from deltaserve.tools.symbols import first_line
 
 FOLD = "⋮"  # starts every fold marker: text no real source line starts with, so a copied one is caught
@@ -75,10 +76,7 @@ class _Unit:
 def _uses(node: ast.AST) -> dict[str, int]:
     """Name -> distance of the names a definition uses: CALL_STEP for what it calls, REFERENCE_STEP for
     what else it reads. Type annotations are left out: a type named in a signature is rarely the bug."""
-    skip = set()
-    for sub in ast.walk(node):
-        for hint in _annotations(sub):
-            skip.update(id(n) for n in ast.walk(hint))
+    skip = type_hint_ids(node)
     uses: dict[str, int] = {}
     for sub in ast.walk(node):
         if isinstance(sub, ast.Call):
@@ -98,14 +96,6 @@ def _uses(node: ast.AST) -> dict[str, int]:
 
 def _called_name(func: ast.AST) -> str | None:
     return func.id if isinstance(func, ast.Name) else func.attr if isinstance(func, ast.Attribute) else None
-
-
-def _annotations(node: ast.AST) -> list[ast.AST]:
-    if isinstance(node, ast.arg | ast.AnnAssign):
-        return [node.annotation] if node.annotation is not None else []
-    if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef):
-        return [node.returns] if node.returns is not None else []
-    return []
 
 
 def _units(tree: ast.Module) -> list[_Unit]:

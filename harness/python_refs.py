@@ -68,18 +68,22 @@ def names_used_on(text: str, lines: set[int]) -> set[str] | None:
     tree = _parse(text)
     if tree is None:
         return None
-    hints = {id(n) for a in _annotations(tree) for n in ast.walk(a)}
+    hints = type_hint_ids(tree)
     return {node.id for node in ast.walk(tree)
             if isinstance(node, ast.Name) and isinstance(node.ctx, ast.Load) and node.lineno in lines
             and id(node) not in hints}
 
 
-def _annotations(tree: ast.AST):
-    for node in ast.walk(tree):
-        if isinstance(node, ast.arg | ast.AnnAssign) and node.annotation is not None:
-            yield node.annotation
-        elif isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef) and node.returns is not None:
-            yield node.returns
+def type_hint_ids(node: ast.AST) -> set[int]:
+    """The ids of every node inside a type hint under `node`: argument and variable annotations, return
+    types."""
+    hints: list[ast.AST] = []
+    for sub in ast.walk(node):
+        if isinstance(sub, ast.arg | ast.AnnAssign) and sub.annotation is not None:
+            hints.append(sub.annotation)
+        elif isinstance(sub, ast.FunctionDef | ast.AsyncFunctionDef) and sub.returns is not None:
+            hints.append(sub.returns)
+    return {id(n) for hint in hints for n in ast.walk(hint)}
 
 
 def defines_code(text: str) -> bool:
