@@ -35,6 +35,7 @@ from deltaserve.harness.trace import TraceWriter
 from deltaserve.harness.tried_code import START, CodeState, code_state
 from deltaserve.harness.workspace_guard import Checkpoint, Snapshot, check_clean
 from deltaserve.tools.fences import fenced_blocks
+from deltaserve.tools.localize import Localization, localize
 from deltaserve.tools.sandbox import choose as choose_sandbox
 from deltaserve.tools.tests import is_test_path, run_tests
 from deltaserve.tools.workspace import Workspace
@@ -97,6 +98,7 @@ class Agent:
         self.described: list[str] = []  # `auto`: the formats the prompt has described so far
         # replies that changed nothing: sample, then hotter and (auto) in another format
         self.stalls = StallPolicy(self.config.temperature, self.config.resample_temperature)
+        self.localization: Localization | None = None  # step 0's coverage run, when there was one
         self.last_test_output = ""  # the latest test run's output, for the hints after a no-op edit
         self.baseline = None  # the test run of the code as it stands (an undone edit's run is not)
         self.tried: dict[CodeState, int] = {START: 0}  # code whose tests ran -> its step (0: at the start)
@@ -172,6 +174,15 @@ class Agent:
             index, outcomes = choose(reply.texts, trial, self.replies, (reply.metrics or {}).get("choices"))
         return replace(reply, text=reply.texts[index]), outcomes, again
 
+    def localize(self, initial) -> Localization | None:
+        """The code only the failing tests run, when the config asks and step 0 named failing tests."""
+        if not self.config.localize or not initial.failing_tests:
+            return None
+        found = localize(self.workspace, initial.failing_tests, self.test_cmd, self.config.test_timeout,
+                         self.sandbox, self.task)
+        self._notify("on_localized", found)
+        return found
+
     def run_tests(self):
         result = run_tests(self.workspace, self.test_cmd, timeout=self.config.test_timeout,
                            sandbox=self.sandbox)
@@ -203,7 +214,7 @@ class Agent:
 
         def build(scale: float):
             return first_prompt(self.workspace, self.prompt_format, self.task, self.test_cmd, tests, scale,
-                                self.config)
+                                self.config, self.localization)
 
         # scripted completions: no model at all, so no window to fit
         window = None if self._scripted else local_provider.context_window(self.model)
@@ -299,6 +310,8 @@ class Agent:
             if initial.ok:
                 report.stopped = "tests already pass"
                 return report
+            self.localization = self.localize(initial)
+            report.suspects = [s.site() for s in self.localization.suspects] if self.localization else []
             prompt, files = self.fitted_first_prompt(initial)
             self.seen = [f.path for f in files if not f.truncated]
             self.shown = [f.path for f in files]

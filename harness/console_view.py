@@ -10,6 +10,7 @@ from rich.syntax import Syntax
 from deltaserve.harness.accounting import RunReport, StepReport, TestOutcome
 from deltaserve.harness.events import AgentObserver, RunStart, StepDetails
 from deltaserve.harness.live_table import MIN_WIDTH, LiveTable
+from deltaserve.tools.localize import Localization
 
 
 class ConsoleView(AgentObserver):
@@ -33,6 +34,14 @@ class ConsoleView(AgentObserver):
         self.console.print(f"Step 0: tests fail ({tests.failed} failed, {tests.errors} errors).")
         self._table = LiveTable(title=self._title, console=self.console)
         self._table.start()
+
+    def on_localized(self, localization: Localization) -> None:
+        if localization.suspects:
+            sites = ", ".join(s.site() for s in localization.suspects)
+            self.console.print(f"Only the failing tests run: {escape(sites)} "
+                               f"(coverage, {localization.duration_s:.1f}s)")
+        else:
+            self.console.print(f"No suspects from coverage: {escape(localization.note)}")
 
     def on_step(self, step: StepReport, details: StepDetails) -> None:
         if details.dry_run and details.diff:

@@ -120,12 +120,15 @@ def definition_files(workspace, names: list[str]) -> list[str]:
 
 
 def gather(workspace, task: str, test_output: str = "", max_files: int = MAX_FILES,
-           max_file_chars: int = MAX_FILE_CHARS, max_total_chars: int = MAX_TOTAL_CHARS) -> list[ContextFile]:
-    """Traceback files first (where the failure is), then task-named files, then the definitions of the
+           max_file_chars: int = MAX_FILE_CHARS, max_total_chars: int = MAX_TOTAL_CHARS,
+           suspect_lines: dict[str, set[int]] | None = None) -> list[ContextFile]:
+    """Traceback files first (where the failure is), then task-named files, then the files of
+    `suspect_lines` (the lines only the failing tests run, tools/localize.py), then the definitions of the
     symbols they mention and of what the failing tests call, then the modules those files import; the code
     under test before the tests (a small model reads the code first and edits it, not the tests). Room is
     kept for the failing tests."""
-    found = paths_in_traceback(workspace, test_output) + paths_in_task(workspace, task)
+    suspect_lines = suspect_lines or {}
+    found = paths_in_traceback(workspace, test_output) + paths_in_task(workspace, task) + list(suspect_lines)
     failing = set(failing_test_names(test_output))
     texts = _Texts(workspace)
     names = symbols(task, test_output)
@@ -137,8 +140,9 @@ def gather(workspace, task: str, test_output: str = "", max_files: int = MAX_FIL
     imported: dict[str, set[str]] = {}
     for path in (p for p in found if p.endswith(".py")):
         text = texts.get(path) or ""
+        leaves = frozenset(suspect_lines.get(path, ()))
         used = None if is_test_path(path) else used_names(path, text, max_file_chars,
-                                                          focus_lines.get(path, set()), set(names))
+                                                          focus_lines.get(path, set()), set(names), leaves)
         for module, taken in python_refs.imported_modules(workspace, path, text).items():
             if used is not None and taken:
                 taken = taken & used
@@ -162,7 +166,8 @@ def gather(workspace, task: str, test_output: str = "", max_files: int = MAX_FIL
         test = path in tests
         cap = min(test_cap if test else max_file_chars, room)
         wanted = failing if test else set(names) | imported.get(path, set())
-        shown = shown_part(path, text, cap, focus_lines.get(path, set()), wanted)
+        shown = shown_part(path, text, cap, focus_lines.get(path, set()), wanted,
+                           frozenset(suspect_lines.get(path, ())))
         if path not in found and shown.truncated and shown.line_numbers is None:
             continue  # an imported module with nothing in focus: its head would be noise
         files.append(shown)
@@ -170,13 +175,14 @@ def gather(workspace, task: str, test_output: str = "", max_files: int = MAX_FIL
     return files
 
 
-def used_names(path: str, text: str, cap: int, focus_lines: set[int], names: set[str]) -> set[str] | None:
+def used_names(path: str, text: str, cap: int, focus_lines: set[int], names: set[str],
+               leaf_lines: frozenset[int] = frozenset()) -> set[str] | None:
     """The names the code the model will see reads, when that is an excerpt of a Python file (None when the
     file fits its cap whole, or is cut another way): the modules it imports only for code the excerpt
     leaves out (a 1,000-line class used in another part of the file) are not worth their room."""
     if len(text) <= cap:
         return None
-    shown = shown_part(path, text, cap, focus_lines, names)
+    shown = shown_part(path, text, cap, focus_lines, names, leaf_lines)
     if shown.line_numbers is None:
         return None
     return python_refs.names_used_on(text, {n for n in shown.line_numbers if n is not None})
@@ -198,11 +204,13 @@ class _Texts:
         return self._read[path]
 
 
-def shown_part(path: str, text: str, cap: int, focus_lines: set[int], names: set[str]) -> ContextFile:
-    """The file whole when it fits in `cap` characters, else its excerpt, else its head (whole lines)."""
+def shown_part(path: str, text: str, cap: int, focus_lines: set[int], names: set[str],
+               leaf_lines: frozenset[int] = frozenset()) -> ContextFile:
+    """The file whole when it fits in `cap` characters, else its excerpt (`leaf_lines`: excerpt.py's), else
+    its head (whole lines)."""
     if len(text) <= cap:
         return ContextFile(path, text)
-    cut = excerpt.excerpt(path, text, focus_lines, names, cap)
+    cut = excerpt.excerpt(path, text, focus_lines, names, cap, leaf_lines)
     if cut is not None:
         rows = cut.render(text)
         return ContextFile(path, "\n".join(line for _, line in rows) + "\n", truncated=True,

@@ -6,6 +6,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from deltaserve.harness.accounting import RunReport, StepReport, TestOutcome
+from deltaserve.tools.localize import Localization
 
 
 @dataclass(frozen=True)
@@ -35,6 +36,9 @@ class AgentObserver:
 
     def on_initial_tests(self, tests: TestOutcome) -> None:
         """The tests before any edit (step 0); the run ends here when they already pass."""
+
+    def on_localized(self, localization: Localization) -> None:
+        """After the failing step 0, when the config asks for it: the code only the failing tests run."""
 
     def on_step(self, step: StepReport, details: StepDetails) -> None:
         """One model call and its outcome, with this run's measured rates attached."""

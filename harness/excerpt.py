@@ -7,6 +7,8 @@ as the definitions that matter, in file order, with every other stretch folded t
 - Python: the functions, methods, classes and module-level assignments ranked by distance from the seeds
   (definitions holding a traceback line of this file, then definitions with a name the task or the test
   output mentions), following the names each shown definition uses, nearest first, until the size cap.
+  Definitions holding a leaf line (where coverage says only the failing tests go) are shown after the
+  seeds, without following what they use: they may be where the failure shows, not where it starts.
   A method shown keeps its class's header lines; the module's imports are shown while they fit.
 - other text: windows of lines around the traceback lines and the lines that mention a seed name.
 
@@ -126,7 +128,8 @@ def _units(tree: ast.Module) -> list[_Unit]:
     return units
 
 
-def python_excerpt(text: str, focus_lines: set[int], names: set[str], cap: int) -> Excerpt | None:
+def python_excerpt(text: str, focus_lines: set[int], names: set[str], cap: int,
+                   leaf_lines: frozenset[int] = frozenset()) -> Excerpt | None:
     """The excerpt of a Python module within `cap` characters, or None when it does not parse or nothing in
     it is a seed (the caller then shows its head)."""
     try:
@@ -137,7 +140,8 @@ def python_excerpt(text: str, focus_lines: set[int], names: set[str], cap: int) 
     units = _units(tree)
     seeds = [u for u in units if any(u.start <= n <= u.end for n in focus_lines)]
     seeds += [u for u in units if u.name in names and u not in seeds]
-    if not seeds:
+    leaves = [u for u in units if any(u.start <= n <= u.end for n in leaf_lines) and u not in seeds]
+    if not seeds and not leaves:
         return None
     by_name: dict[str, list[_Unit]] = {}
     for unit in units:
@@ -163,7 +167,7 @@ def python_excerpt(text: str, focus_lines: set[int], names: set[str], cap: int) 
     if header_end >= 1 and header_first:
         take(1, header_end)
     # nearest first: what the seeds call, then what that calls, ...; what they only read comes later
-    heap = [(0, order, unit) for order, unit in enumerate(seeds)]
+    heap = [(0, order, unit) for order, unit in enumerate(seeds + leaves)]
     settled: set[int] = set()
     order = len(heap)
     while heap:
@@ -173,7 +177,7 @@ def python_excerpt(text: str, focus_lines: set[int], names: set[str], cap: int) 
         settled.add(id(unit))
         if unit.parent is not None and not take(unit.parent.start, unit.parent.end):
             continue
-        if not take(unit.start, unit.end):
+        if not take(unit.start, unit.end) or unit in leaves:
             continue
         steps = [(unit.init, CALL_STEP)] if unit.init else []
         # a call of a class reads its fields more than it runs code: as far as a reference
@@ -188,11 +192,14 @@ def python_excerpt(text: str, focus_lines: set[int], names: set[str], cap: int) 
     return Excerpt(_ranges(chosen, source))
 
 
-def text_excerpt(text: str, focus_lines: set[int], names: set[str], cap: int) -> Excerpt | None:
-    """Windows of WINDOW_LINES around the focus lines, then around lines that mention a name, within cap."""
+def text_excerpt(text: str, focus_lines: set[int], names: set[str], cap: int,
+                 leaf_lines: frozenset[int] = frozenset()) -> Excerpt | None:
+    """Windows of WINDOW_LINES around the focus lines, the leaf lines, then around lines that mention a
+    name, within cap."""
     source = text.split("\n")
     pattern = re.compile(r"\b(" + "|".join(map(re.escape, sorted(names))) + r")\b") if names else None
     centres = sorted(n for n in focus_lines if 1 <= n <= len(source))
+    centres += sorted(n for n in leaf_lines if 1 <= n <= len(source))
     centres += [i + 1 for i, line in enumerate(source) if pattern and pattern.search(line)]
     if not centres:
         return None
@@ -219,10 +226,11 @@ def _ranges(chosen: set[int], source: list[str]) -> list[tuple[int, int]]:
     return ranges
 
 
-def excerpt(path: str, text: str, focus_lines: set[int], names: set[str], cap: int) -> Excerpt | None:
+def excerpt(path: str, text: str, focus_lines: set[int], names: set[str], cap: int,
+            leaf_lines: frozenset[int] = frozenset()) -> Excerpt | None:
     """What to show of a file longer than `cap` characters (None: nothing in it is in focus)."""
     if path.endswith(".py"):
-        found = python_excerpt(text, focus_lines, names, cap)
+        found = python_excerpt(text, focus_lines, names, cap, leaf_lines)
         if found is not None:
             return found
-    return text_excerpt(text, focus_lines, names, cap)
+    return text_excerpt(text, focus_lines, names, cap, leaf_lines)

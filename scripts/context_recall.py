@@ -1,10 +1,12 @@
 """How often the step-1 prompt shows the lines a task's gold patch changes: the context's recall, per task,
-with excerpts of long files (harness/excerpt.py) against the head of each file (the earlier behaviour).
+with excerpts of long files (harness/excerpt.py) against the head of each file (the earlier behaviour), and
+with the suspects of a coverage run (tools/localize.py) added to the excerpts.
 
     python scripts/context_recall.py [evals/tasks] [--max-file-chars N] [--max-total-chars N]
 
 A fix the model is not shown is a fix it must find with VIEW first, which a small model rarely does. No
-model runs: the tests run once per task (unsandboxed, in a temporary copy) for the traceback.
+model runs: the tests run once per task (unsandboxed, in a temporary copy) for the traceback, then the
+failing tests' files once more under coverage (also unsandboxed).
 """
 
 from __future__ import annotations
@@ -12,7 +14,6 @@ from __future__ import annotations
 import argparse
 import json
 import shutil
-import subprocess
 import tempfile
 from pathlib import Path
 from unittest import mock
@@ -20,6 +21,8 @@ from unittest import mock
 from unidiff import PatchSet
 
 from deltaserve.harness import context, excerpt
+from deltaserve.tools.localize import localize
+from deltaserve.tools.tests import run_tests
 from deltaserve.tools.workspace import Workspace
 
 
@@ -49,26 +52,34 @@ def shown_lines(files: list[context.ContextFile]) -> dict[str, set[int]]:
     return shown
 
 
-def recall(task_dir: Path, caps: dict) -> tuple[float, float, int]:
-    """(share of gold lines shown with excerpts, the same with file heads, prompt chars with excerpts)."""
+def recall(task_dir: Path, caps: dict) -> tuple[float, float, float, int, int, str]:
+    """(share of gold lines shown with excerpts, the same with file heads, the same with excerpts and
+    coverage suspects, context chars with excerpts, the same with suspects, where the suspects are)."""
     task = json.loads((task_dir / "task.json").read_text())
     gold = changed_lines((task_dir / task.get("gold_patch", "gold.diff")).read_text())
     with tempfile.TemporaryDirectory() as tmp:
         repo = Path(tmp) / "repo"
         shutil.copytree(task_dir / "repo", repo)
-        out = subprocess.run(task["test_command"], shell=True, cwd=repo, capture_output=True, text=True)
         workspace = Workspace(repo)
-        output = out.stdout + out.stderr
+        tests = run_tests(workspace, task["test_command"], sandbox="none")
+        output = tests.output
         with_excerpts = context.gather(workspace, task["description"], output, **caps)
         with mock.patch.object(excerpt, "excerpt", return_value=None):
             with_heads = context.gather(workspace, task["description"], output, **caps)
+        found = localize(workspace, tests.failing_tests, task["test_command"], 300, "none",
+                         task["description"])
+        suspects = found.focus_lines()
+        with_suspects = context.gather(workspace, task["description"], output, **caps, suspect_lines=suspects)
     total = sum(len(lines) for lines in gold.values()) or 1
 
     def share(files):
         shown = shown_lines(files)
         return sum(len(lines & shown.get(path, set())) for path, lines in gold.items()) / total
 
-    return share(with_excerpts), share(with_heads), sum(len(f.content) for f in with_excerpts)
+    verdict = ("none: " + found.note if not suspects else "in a gold file" if set(suspects) & set(gold)
+               else "elsewhere")
+    return (share(with_excerpts), share(with_heads), share(with_suspects),
+            sum(len(f.content) for f in with_excerpts), sum(len(f.content) for f in with_suspects), verdict)
 
 
 def main() -> None:
@@ -81,13 +92,17 @@ def main() -> None:
     rows = []
     for task_dir in sorted(p for p in args.tasks.iterdir() if (p / "task.json").exists()):
         rows.append((task_dir.name, *recall(task_dir, caps)))
-        name, ex, head, chars = rows[-1]
-        print(f"{name:28} excerpts {ex:5.0%}   heads {head:5.0%}   context {chars:6,} chars", flush=True)
+        name, ex, head, sus, chars, sus_chars, where = rows[-1]
+        print(f"{name:28} excerpts {ex:5.0%}   heads {head:5.0%}   +suspects {sus:5.0%}   "
+              f"context {chars:6,} / {sus_chars:6,} chars   suspects: {where}", flush=True)
     n = len(rows)
-    full_ex = sum(r[1] == 1 for r in rows)
-    full_head = sum(r[2] == 1 for r in rows)
-    print(f"\nall gold lines shown: excerpts {full_ex}/{n}, heads {full_head}/{n}; "
-          f"mean recall excerpts {sum(r[1] for r in rows) / n:.0%}, heads {sum(r[2] for r in rows) / n:.0%}")
+    full = [sum(r[i] == 1 for r in rows) for i in (1, 2, 3)]
+    mean = [sum(r[i] for r in rows) / n for i in (1, 2, 3)]
+    in_gold = sum(r[6] == "in a gold file" for r in rows)
+    named = sum(not r[6].startswith("none") for r in rows)
+    print(f"\nall gold lines shown: excerpts {full[0]}/{n}, heads {full[1]}/{n}, +suspects {full[2]}/{n}; "
+          f"mean recall {mean[0]:.0%}, {mean[1]:.0%}, {mean[2]:.0%}; "
+          f"suspects named in {named}/{n} tasks, in a gold file in {in_gold}")
 
 
 if __name__ == "__main__":

@@ -59,6 +59,9 @@ def register(subparsers) -> None:
                    help="let the model edit test files (refused by default)")
     p.add_argument("--keep-worse-edits", action="store_true",
                    help="keep an edit after which fewer tests pass than before it (undone by default)")
+    p.add_argument("--no-localize", dest="localize", action="store_false",
+                   help="skip the coverage run that finds the code only the failing tests run (pytest "
+                        "only; it runs their test files once more, before the first prompt)")
     p.add_argument("--trace", type=Path, default=None, metavar="FILE",
                    help="write one JSON line per step (a StepReport) to FILE")
     p.add_argument("--threads", type=int, default=None, metavar="N",
@@ -100,7 +103,7 @@ def run(args: argparse.Namespace) -> int:
     config = AgentConfig(model=args.model, edit_format=args.format, max_steps=args.max_steps,
                          max_tokens=args.max_tokens, api_base=args.api_base, test_cmd=args.test_cmd,
                          candidates=args.candidates, allow_test_edits=args.allow_test_edits,
-                         keep_worse_edits=args.keep_worse_edits,
+                         keep_worse_edits=args.keep_worse_edits, localize=args.localize,
                          dry_run=args.dry_run, sandbox=args.sandbox,
                          allow_dirty=args.allow_dirty or args.copy)  # a copy is ours to edit
     agent = Agent(workspace, args.task, config, observers=[ConsoleView()], trace=args.trace)

@@ -116,3 +116,22 @@ def test_names_used_on_lines_leave_out_type_hints_comments_and_strings():
     assert names_used_on(source, {1, 2, 3, 4}) == {"lookup", "value", "Parser", "ctx", "x"}
     assert names_used_on(source, {5}) == {"Outside"}
     assert names_used_on("def broken(:\n", {1}) is None
+
+
+def test_a_leaf_line_shows_its_definition_without_following_its_calls():
+    """Coverage's suspects (leaf lines) are shown after the seeds, and what they call is not pulled in:
+    the failure may only show there."""
+    sum_line = lines_of(MODULE, "            return int(self.tokens[0])")
+    cut = excerpt.excerpt("calc.py", MODULE, set(), set(), cap=2000, leaf_lines=frozenset({sum_line}))
+    shown = {n for start, end in cut.lines for n in range(start, end + 1)}
+    assert lines_of(MODULE, "    def _sum(self):") in shown and lines_of(MODULE, "class Parser:") in shown
+    assert lines_of(MODULE, "    def parse(self):") not in shown  # not a callee, not followed either
+    # followed from a seed, a leaf's callees would come in: parse() calls _sum()
+    parse_line = lines_of(MODULE, "        return self._sum()")
+    seeded = excerpt.excerpt("calc.py", MODULE, {parse_line}, set(), cap=2000)
+    assert lines_of(MODULE, "    def _sum(self):") in {n for s, e in seeded.lines for n in range(s, e + 1)}
+    evaluated = excerpt.excerpt("calc.py", MODULE, set(), set(), cap=2000,
+                                leaf_lines=frozenset({lines_of(MODULE, "    return Parser(text).parse()")}))
+    shown = {n for start, end in evaluated.lines for n in range(start, end + 1)}
+    assert lines_of(MODULE, "def evaluate(text):") in shown
+    assert lines_of(MODULE, "    def parse(self):") not in shown
