@@ -24,6 +24,5 @@ def first_prompt(workspace, fmt, task: str, test_cmd: str, tests, context_scale:
     tests_text = feedback.describe_tests(tests, test_cmd, config.output_tail_chars)
     task_text = f"Task: {task.strip()}\n\n{tests_text}"
     if suspects:
-        sites = "\n".join(f"- {s.site()}" for s in suspects)
-        task_text += f"\n\nOnly the failing tests run these lines (measured with coverage):\n{sites}"
+        task_text += f"\n\n{localization.describe()}"
     return Prompt(fmt.instructions(), context.render(files, fmt.numbered_context), task_text), files

@@ -59,6 +59,13 @@ class Localization:
     duration_s: float = 0.0
     note: str = ""  # why there are no suspects, when there are none
 
+    def describe(self) -> str:
+        """The suspects for a model (or why there are none)."""
+        if not self.suspects:
+            return f"No suspects from coverage: {self.note}."
+        sites = "\n".join(f"- {s.site()}" for s in self.suspects)
+        return f"Only the failing tests run these lines (measured with coverage):\n{sites}"
+
     def focus_lines(self) -> dict[str, set[int]]:
         found: dict[str, set[int]] = {}
         for s in self.suspects:

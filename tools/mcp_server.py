@@ -1,5 +1,5 @@
 """The tools as an MCP server (stdio): view, grep, list_files, apply_patch, apply_search_replace, write_file,
-run_tests and savings over one workspace root. Start with `deltaserve mcp --root DIR`.
+run_tests, localize and savings over one workspace root. Start with `deltaserve mcp --root DIR`.
 
 With an EditAccounting (tools/edit_accounting.py), every edit's result also carries its decode accounting
 (the edit's tokens, the whole-file counterfactual's, the tokens saved) as a text line and as structured
@@ -22,6 +22,7 @@ from mcp.types import CallToolResult, TextContent
 
 from deltaserve import errors
 from deltaserve.tools import files, patch, tests
+from deltaserve.tools import localize as localization
 from deltaserve.tools.edit_accounting import EditAccounting, SavingsTotals
 from deltaserve.tools.sandbox import choose
 from deltaserve.tools.workspace import Workspace
@@ -120,6 +121,20 @@ def build_server(root: str | os.PathLike[str], test_command: str = tests.DEFAULT
         timeout = min(timeout_s or test_timeout, test_timeout)
         res = tests.run_tests(ws, command or test_command, timeout=timeout, sandbox=box)
         return f"{res.summary()}\nduration {res.duration_s:.1f}s, sandbox: {res.sandbox}\n\n{res.output}"
+
+    @mcp.tool()
+    @_model_errors
+    def localize(command: str | None = None, description: str = "", timeout_s: float | None = None) -> str:
+        """Where a bug may be: run the tests, then the failing tests' files once more under coverage, and
+        name the functions only the failing tests run (pytest commands only). `description` (the bug in
+        words) breaks ties between equally suspicious functions."""
+        timeout = min(timeout_s or test_timeout, test_timeout)
+        command = command or test_command
+        res = tests.run_tests(ws, command, timeout=timeout, sandbox=box)
+        if res.ok:
+            return "The tests pass: nothing to localize."
+        found = localization.localize(ws, res.failing_tests, command, timeout, box, description)
+        return f"{res.summary()}\n\n{found.describe()}"
 
     @mcp.tool()
     def savings() -> SavingsTotals:

@@ -1,6 +1,6 @@
 """`deltaserve mcp --root DIR`: serve the workspace tools (view, grep, list_files, apply_patch,
-apply_search_replace, write_file, run_tests, savings) over MCP on stdio, each edit priced in decode tokens
-with the --tokenizer against the harness's `whole` reply."""
+apply_search_replace, write_file, run_tests, localize, savings) over MCP on stdio, each edit priced in
+decode tokens with the --tokenizer against the harness's `whole` reply."""
 
 from __future__ import annotations
 

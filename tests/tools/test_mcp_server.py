@@ -15,7 +15,7 @@ from deltaserve.tools import sandbox
 from deltaserve.tools.sandbox import bwrap_problem
 
 EXPECTED_TOOLS = {"view", "list_files", "grep", "apply_patch", "apply_search_replace", "write_file",
-                  "run_tests", "savings"}
+                  "run_tests", "localize", "savings"}
 FIX_ADD = "--- a/calc.py\n+++ b/calc.py\n@@ @@\n def add(a, b):\n-    return a - b\n+    return a + b\n"
 BREAK_MUL = "--- a/calc.py\n+++ b/calc.py\n@@ @@\n def mul(a, b):\n-    return a * b\n+    return 0\n"
 
@@ -107,3 +107,32 @@ def test_every_tool_over_stdio(workspace):
     bad_patch = _text(out["bad_patch"])
     assert "Closest lines in calc.py" in bad_patch and "No files were changed" in bad_patch
     assert out["escape"].is_error and "'..'" in _text(out["escape"])
+
+
+def test_localize_over_stdio(workspace):
+    """The failing test's assertion is in the test; coverage names the helper only it runs."""
+    ws = workspace({
+        "calc.py": ("def _scale(x):\n    if x > 10:\n        return x * 3  # bug: doubles below 10\n"
+                    "    return x * 2\n\n\ndef double(x):\n    return _scale(x)\n"),
+        "test_calc.py": ("from calc import double\n\n\ndef test_small():\n    assert double(2) == 4\n\n\n"
+                         "def test_large():\n    assert double(20) == 40\n"),
+    })
+    params = StdioServerParameters(
+        command=sys.executable, args=["-c", "import sys; from deltaserve.cli import main; sys.exit(main())",
+                                      "mcp", "--root", str(ws.root), "--test-command",
+                                      "python -m pytest -q -p no:cacheprovider"],
+        env={"PYTEST_DISABLE_PLUGIN_AUTOLOAD": "1"},
+    )
+    out: dict = {}
+
+    async def session():
+        async with Client(params, read_timeout_seconds=120) as client:
+            out["found"] = await client.call_tool("localize", {"description": "double() of large numbers"})
+            out["other"] = await client.call_tool("localize", {"command": "make test"})
+
+    anyio.run(session)
+    text = _text(out["found"])
+    assert "1 passed, 1 failed" in text and not out["found"].is_error
+    assert text.endswith("Only the failing tests run these lines (measured with coverage):\n"
+                         "- calc.py:3 (in _scale)")
+    assert "No suspects from coverage: not a pytest command." in _text(out["other"])
