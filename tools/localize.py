@@ -123,7 +123,9 @@ def localize(ws: Workspace, failing_tests: list[str], test_cmd: str, timeout: fl
         return result
     named = words(description + " " + " ".join(t.partition("::")[2] for t in probe["failed"]))
     result.suspects = rank(ws, probe["lines"], len(probe["failed"]), named)
-    if not result.suspects:
+    if not any(not is_test_path(p) and not p.startswith("..") for p in probe["lines"]):
+        result.note = "coverage saw no code outside the tests"
+    elif not result.suspects:
         result.note = f"more than {MAX_SUSPECTS} functions tie for the top score"
     return result
 
@@ -132,8 +134,9 @@ def _run_probe(ws: Workspace, python: str, files: list[str], failing: list[str],
                extra: list[str]) -> dict | str:
     """The probe's JSON (with its duration as "s"), {} when it ran no test, or why it did not run."""
     out = f".deltaserve-probe-{uuid.uuid4().hex[:12]}.json"
-    argv = [python, str(PROBE), out, "--last", *failing, "--",
-            "-q", "-p", "no:cacheprovider", *extra, *files]
+    # in-process only: xdist's workers and pytest-cov's own Coverage would leave the probe's empty
+    argv = [python, str(PROBE), out, "--last", *failing, "--", "-q", "-p", "no:cacheprovider",
+            "-p", "no:xdist", "-p", "no:pytest_cov", *extra, *files]
     try:
         run = run_tests(ws, argv, timeout=timeout, sandbox=sandbox)
         if run.timed_out:

@@ -154,3 +154,19 @@ def test_scores_follow_ochiai_and_only_the_top_is_kept(tmp_path):
 def test_words_split_identifiers():
     assert loc.words("do_truncate TokenStream.look HTTPServer x1 as") == {
         "truncate", "token", "stream", "look", "http", "server"}
+
+
+def test_an_addopts_for_xdist_or_pytest_cov_does_not_empty_the_probe(shop):
+    """Their options make the probe's own plugins-off run a usage error; it runs again without addopts."""
+    (shop.root / "pytest.ini").write_text("[pytest]\naddopts = -n 2 --cov=shop\n")
+    ids = ["tests/test_shop.py::test_large_orders_get_ten_percent_off"]
+    found = loc.localize(shop, ids, PYTEST, timeout=120, sandbox="none")
+    assert [s.name for s in found.suspects] == ["_bulk_discount"]
+
+
+def test_failing_tests_that_run_no_workspace_code_say_so(tmp_path):
+    tests = "import math\n\n\ndef test_ok():\n    assert math.floor(1.5) == 1\n\n\ndef test_bad():\n"
+    (tmp_path / "test_math.py").write_text(tests + "    assert math.floor(1.5) == 2\n")
+    ws = Workspace(tmp_path)
+    found = loc.localize(ws, ["test_math.py::test_bad"], PYTEST, timeout=120, sandbox="none")
+    assert found.suspects == [] and found.note == "coverage saw no code outside the tests"
