@@ -134,9 +134,11 @@ def _run_probe(ws: Workspace, python: str, files: list[str], failing: list[str],
                extra: list[str]) -> dict | str:
     """The probe's JSON (with its duration as "s"), {} when it ran no test, or why it did not run."""
     out = f".deltaserve-probe-{uuid.uuid4().hex[:12]}.json"
-    # in-process only: xdist's workers and pytest-cov's own Coverage would leave the probe's empty
-    argv = [python, str(PROBE), out, "--last", *failing, "--", "-q", "-p", "no:cacheprovider",
-            "-p", "no:xdist", "-p", "no:pytest_cov", *extra, *files]
+    # in-process only: xdist's workers and pytest-cov's own Coverage would leave the probe's empty. Plain
+    # asserts: explaining a failed `assert a == b` calls a's __repr__, __eq__, splitlines, ..., code only
+    # a failing test runs that is never the bug
+    argv = [python, str(PROBE), out, "--last", *failing, "--", "-q", "--assert=plain", "--tb=no",
+            "-p", "no:cacheprovider", "-p", "no:xdist", "-p", "no:pytest_cov", *extra, *files]
     try:
         run = run_tests(ws, argv, timeout=timeout, sandbox=sandbox)
         if run.timed_out:

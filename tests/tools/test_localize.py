@@ -170,3 +170,39 @@ def test_failing_tests_that_run_no_workspace_code_say_so(tmp_path):
     ws = Workspace(tmp_path)
     found = loc.localize(ws, ["test_math.py::test_bad"], PYTEST, timeout=120, sandbox="none")
     assert found.suspects == [] and found.note == "coverage saw no code outside the tests"
+
+
+def test_explaining_a_failed_assert_is_not_suspect(tmp_path):
+    """pytest's rewritten asserts call __repr__ (and more) of the values a failed assert compares: code
+    only a failing test runs, never the bug. The probe runs plain asserts."""
+    (tmp_path / "money.py").write_text(textwrap.dedent("""\
+        class Money:
+            def __init__(self, cents):
+                self.cents = cents
+
+            def __eq__(self, other):
+                return self.cents == other.cents
+
+            def __repr__(self):
+                return f"Money({self.cents})"
+
+
+        def with_tax(m):
+            if m.cents > 100:
+                return Money(m.cents + m.cents // 20)  # bug: 10%
+            return Money(m.cents + m.cents // 10)
+        """))
+    (tmp_path / "test_money.py").write_text(textwrap.dedent("""\
+        from money import Money, with_tax
+
+
+        def test_large():
+            assert with_tax(Money(200)) == Money(220)
+
+
+        def test_small():
+            assert with_tax(Money(50)) == Money(55)
+        """))
+    ws = Workspace(tmp_path)
+    found = loc.localize(ws, ["test_money.py::test_large"], PYTEST, timeout=120, sandbox="none")
+    assert [s.site() for s in found.suspects] == ["money.py:14 (in with_tax)"]
