@@ -98,8 +98,11 @@ def test_without_a_passing_test_there_is_nothing_to_contrast(shop):
     assert found.suspects == [] and found.note == "no passing test to contrast with"
 
 
-def test_an_addopts_needing_an_absent_plugin_is_dropped_for_the_probe(shop):
-    (shop.root / "pytest.ini").write_text("[pytest]\naddopts = --no-such-plugin-option\n")
+@pytest.mark.parametrize("addopts", ["--no-such-plugin-option", "-n 2 --cov=shop"])
+def test_an_addopts_the_probe_cannot_take_is_dropped_for_it(shop, addopts):
+    """An option of an absent plugin, or of xdist / pytest-cov (which the probe turns off: their workers and
+    their own Coverage would leave its data empty), makes a usage error; it runs again without addopts."""
+    (shop.root / "pytest.ini").write_text(f"[pytest]\naddopts = {addopts}\n")
     ids = ["tests/test_shop.py::test_large_orders_get_ten_percent_off"]
     found = loc.localize(shop, ids, PYTEST, timeout=120, sandbox="none")
     assert [s.name for s in found.suspects] == ["_bulk_discount"]
@@ -154,14 +157,6 @@ def test_scores_follow_ochiai_and_only_the_top_is_kept(tmp_path):
 def test_words_split_identifiers():
     assert loc.words("do_truncate TokenStream.look HTTPServer x1 as") == {
         "truncate", "token", "stream", "look", "http", "server"}
-
-
-def test_an_addopts_for_xdist_or_pytest_cov_does_not_empty_the_probe(shop):
-    """Their options make the probe's own plugins-off run a usage error; it runs again without addopts."""
-    (shop.root / "pytest.ini").write_text("[pytest]\naddopts = -n 2 --cov=shop\n")
-    ids = ["tests/test_shop.py::test_large_orders_get_ten_percent_off"]
-    found = loc.localize(shop, ids, PYTEST, timeout=120, sandbox="none")
-    assert [s.name for s in found.suspects] == ["_bulk_discount"]
 
 
 def test_failing_tests_that_run_no_workspace_code_say_so(tmp_path):
