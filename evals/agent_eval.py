@@ -44,6 +44,7 @@ class AgentEvalConfig:
     max_tokens: int = AgentConfig.model_fields["max_tokens"].default
     api_base: str | None = None
     sandbox: str = AgentConfig.model_fields["sandbox"].default  # where every test run happens (tools.sandbox)
+    localize: bool = AgentConfig.model_fields["localize"].default  # name coverage's suspects in prompts
     out_dir: Path = Path("runs/agent")
     tasks_dir: Path | None = None
     progress: bool = True
@@ -81,7 +82,7 @@ def run_one(task: Task, model: str, fmt: str, config: AgentEvalConfig, logs: Pat
     row = {"kind": "agent", "task": task.id, "model": model, "format": fmt, "candidates": candidates,
            "solved": False, "steps": 0, "prompt_tokens": 0, "cached_tokens": None, "completion_tokens": 0,
            "whole_file_tokens": 0, "decode_saved": 0, "decode_passes": None, "decode_passes_saved": None,
-           "est_seconds_saved": None, "stopped": "", "error": None}
+           "est_seconds_saved": None, "stopped": "", "suspects": [], "error": None}
     extra = config.run_kwargs(task, model, fmt) if config.run_kwargs else {}
     name = f"{task.id}__{model.replace('/', '_')}__{fmt}" + (f"__n{candidates}" if candidates > 1 else "")
     started = time.perf_counter()
@@ -93,6 +94,7 @@ def run_one(task: Task, model: str, fmt: str, config: AgentEvalConfig, logs: Pat
             agent = Agent(repo, task.spec.description, test_cmd=command, model=model, edit_format=fmt,
                           max_steps=config.max_steps, max_tokens=config.max_tokens, api_base=config.api_base,
                           candidates=candidates, sandbox=config.sandbox, allow_dirty=True,
+                          localize=config.localize,
                           trace=logs / f"{name}.trace.jsonl",
                           console=Console(file=log, width=160, force_terminal=False), **extra)
             report = agent.run()
@@ -104,7 +106,7 @@ def run_one(task: Task, model: str, fmt: str, config: AgentEvalConfig, logs: Pat
                        whole_file_tokens=report.whole_file_tokens, decode_saved=report.decode_saved,
                        decode_passes=report.decode_passes, decode_passes_saved=report.decode_passes_saved,
                        est_seconds_saved=report.est_seconds_saved,
-                       stopped=report.stopped)
+                       stopped=report.stopped, suspects=report.suspects)
             restore_tests(task, repo)
             row["solved"] = run_tests(Workspace(repo), command, env=TEST_ENV, sandbox=config.sandbox).ok
     row["wall_s"] = time.perf_counter() - started

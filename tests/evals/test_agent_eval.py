@@ -49,6 +49,7 @@ def test_runs_are_recorded_and_a_rerun_resumes(tmp_path, gold_udiff):
     assert row["completion_tokens"] > 0 and row["whole_file_tokens"] > row["completion_tokens"]
     assert row["decode_saved"] == row["whole_file_tokens"] - row["completion_tokens"]
     assert row["prompt_tokens"] > 0 and row["wall_s"] > 0  # a plain mock_response reports a dummy usage
+    assert row["suspects"] and all(s.startswith("quickstats/") for s in row["suspects"])  # code, not tests
 
     # the rerun adds a model: only the new run happens
     config.models = [GOLD, CLUELESS]
@@ -75,9 +76,10 @@ def test_runs_are_recorded_and_a_rerun_resumes(tmp_path, gold_udiff):
 def test_editing_the_tests_does_not_count_as_solved(tmp_path, gold_udiff):
     out = tmp_path / "agent"
     config = AgentEvalConfig(models=[CLUELESS], formats=["whole"], task_ids=[TASK], max_steps=1, out_dir=out,
-                             progress=False, run_kwargs=scripted(gold_udiff))
+                             progress=False, run_kwargs=scripted(gold_udiff), localize=False)
     run_agent_eval(config)
     (row,) = rows_of(load_rows(out / "results.jsonl"), "agent")
+    assert row["suspects"] == []  # not asked for
     assert row["stopped"] == "tests pass"  # the agent believed it
     assert not row["solved"]  # the original tests, restored, still fail
 
