@@ -127,8 +127,8 @@ def gather(workspace, task: str, test_output: str = "", max_files: int = MAX_FIL
     symbols they mention and of what the failing tests call, then the modules those files import; the code
     under test before the tests (a small model reads the code first and edits it, not the tests). Room is
     kept for the failing tests."""
-    suspect_lines = suspect_lines or {}
-    found = paths_in_traceback(workspace, test_output) + paths_in_task(workspace, task) + list(suspect_lines)
+    leaf_lines = {path: frozenset(lines) for path, lines in (suspect_lines or {}).items()}
+    found = paths_in_traceback(workspace, test_output) + paths_in_task(workspace, task) + list(leaf_lines)
     failing = set(failing_test_names(test_output))
     texts = _Texts(workspace)
     names = symbols(task, test_output)
@@ -140,7 +140,7 @@ def gather(workspace, task: str, test_output: str = "", max_files: int = MAX_FIL
     imported: dict[str, set[str]] = {}
     for path in (p for p in found if p.endswith(".py")):
         text = texts.get(path) or ""
-        leaves = frozenset(suspect_lines.get(path, ()))
+        leaves = leaf_lines.get(path, frozenset())
         used = None if is_test_path(path) else used_names(path, text, max_file_chars,
                                                           focus_lines.get(path, set()), set(names), leaves)
         for module, taken in python_refs.imported_modules(workspace, path, text).items():
@@ -167,7 +167,7 @@ def gather(workspace, task: str, test_output: str = "", max_files: int = MAX_FIL
         cap = min(test_cap if test else max_file_chars, room)
         wanted = failing if test else set(names) | imported.get(path, set())
         shown = shown_part(path, text, cap, focus_lines.get(path, set()), wanted,
-                           frozenset(suspect_lines.get(path, ())))
+                           leaf_lines.get(path, frozenset()))
         if path not in found and shown.truncated and shown.line_numbers is None:
             continue  # an imported module with nothing in focus: its head would be noise
         files.append(shown)

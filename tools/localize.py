@@ -121,11 +121,12 @@ def localize(ws: Workspace, failing_tests: list[str], test_cmd: str, timeout: fl
     if not probe["failed"] or not probe["passed"]:
         result.note = "no failing test" if not probe["failed"] else "no passing test to contrast with"
         return result
-    named = words(description + " " + " ".join(t.partition("::")[2] for t in probe["failed"]))
-    result.suspects = rank(ws, probe["lines"], len(probe["failed"]), named)
     if not any(not is_test_path(p) and not p.startswith("..") for p in probe["lines"]):
         result.note = "coverage saw no code outside the tests"
-    elif not result.suspects:
+        return result
+    named = words(description + " " + " ".join(t.partition("::")[2] for t in probe["failed"]))
+    result.suspects = rank(ws, probe["lines"], len(probe["failed"]), named)
+    if not result.suspects:
         result.note = f"more than {MAX_SUSPECTS} functions tie for the top score"
     return result
 
