@@ -138,7 +138,9 @@ def _run_probe(ws: Workspace, python: str, files: list[str], failing: list[str],
     # in-process only: xdist's workers and pytest-cov's own Coverage would leave the probe's empty. Plain
     # asserts: explaining a failed `assert a == b` calls a's __repr__, __eq__, splitlines, ..., code only
     # a failing test runs that is never the bug
-    argv = [python, str(PROBE), out, "--last", *failing, "--", "-q", "--assert=plain", "--tb=no",
+    # its source, not its path: this package may live where the sandbox hides (a checkout under /tmp)
+    argv = [python, "-c", PROBE.read_text(encoding="utf-8"), out, "--last", *failing, "--", "-q",
+            "--assert=plain", "--tb=no",
             "-p", "no:cacheprovider", "-p", "no:xdist", "-p", "no:pytest_cov", *extra, *files]
     try:
         run = run_tests(ws, argv, timeout=timeout, sandbox=sandbox)
