@@ -25,8 +25,11 @@ from deltaserve.tools.fences import Fence, fence_line, fenced_blocks
 from deltaserve.tools.hunks import Hunk
 
 DEV_NULL = "/dev/null"
+# `@@ -S,L +T,M @@ rest`, numbers optional; without numbers anything may stand between the @@s (`@@ ... @@`,
+# the placeholder many models and aider's prompts write)
 _HUNK_HEADER = re.compile(
-    r"^@@+\s*(?:-(?P<s>\d+)(?:,(?P<sl>\d+))?)?\s*(?:\+(?P<t>\d+)(?:,(?P<tl>\d+))?)?\s*(?:@@+(?P<rest>.*))?$"
+    r"^@@+\s*(?:(?:-(?P<s>\d+)(?:,(?P<sl>\d+))?)?\s*(?:\+(?P<t>\d+)(?:,(?P<tl>\d+))?)?|[^@]*?)"
+    r"\s*(?:@@+(?P<rest>.*))?$"
 )
 _GIT_HEADER = re.compile(r"^diff --git (?P<rest>.+)$")
 _PATH_LINE = re.compile(r"^(?:(?:file(?:name)?|path|index)\s*:\s*|#+\s*)?(?P<path>\S+?)[:]?$", re.IGNORECASE)

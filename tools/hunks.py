@@ -16,8 +16,10 @@ strategies, tried in order, stop at the first one that finds any candidate:
               FUZZY_MIN_LINES non-blank lines, and the best window unique (no rival within FUZZY_MARGIN)
 
 Several candidates for one strategy: if the hunk states a line number, the candidate nearest to it (after
-correcting by how far the previous hunk of the file was from its stated line) wins if strictly nearest;
-otherwise it is an error naming the candidate lines. Hunks of one file must not overlap.
+correcting by how far the previous hunk of the file was from its stated line) wins if strictly nearest.
+Without a line number (`@@ ... @@`), a diff's hunks still come in file order: a hunk that only one
+placement of all the file's hunks in the order they are written puts in one place goes there. Otherwise it
+is an error naming the candidate lines. Hunks of one file must not overlap.
 
 Applying keeps the FILE's version of context lines (never the hunk's, which may be mangled); removed lines
 are dropped, added lines inserted. So a matched hunk can only change what it marks with "-"/"+".
@@ -320,10 +322,18 @@ def _pick(cands: list[int], hint: int | None, what: str, n: int) -> int:
             "near "
             f"the stated line {hint + 1}; add more unchanged context lines so it matches one place only"
         )
-    raise HunkError(
+    raise _Ambiguous(
         f"its {what} lines match {len(cands)} places (starting at lines {lines}); add more unchanged "
-        "context lines around the change (or a correct @@ line number) so it matches one place only"
-    )
+        "context lines around the change (or a correct @@ line number) so it matches one place only",
+        cands)
+
+
+class _Ambiguous(HunkError):
+    """Several places match and no line number tells them apart (the order of the diff's hunks still may)."""
+
+    def __init__(self, reason: str, candidates: list[int]):
+        super().__init__(reason)
+        self.candidates = candidates  # 0-based starts
 
 
 def _locate_ignoring_blank_lines(index: LineIndex, hunk: Hunk, taken: TakenRanges,
@@ -397,12 +407,16 @@ def _locate_by_line_number(index: LineIndex, hunk: Hunk, taken: TakenRanges, hin
                     closest_excerpt(index, src))
 
 
-def _locate_by_key(index: LineIndex, hunk: Hunk, taken: TakenRanges, hint: int | None) -> Match | None:
-    """The exact, rstrip or indent match (tried in that order), or None."""
+def _locate_by_key(index: LineIndex, hunk: Hunk, taken: TakenRanges, hint: int | None,
+                   between: tuple[int, int] | None = None) -> Match | None:
+    """The exact, rstrip or indent match (tried in that order), or None; only inside `between` (0-based
+    first line, end) when given."""
     file_lines = index.lines
     n = len(hunk.source)
     for strategy in ("exact", "rstrip", "indent"):
         cands = index.runs(strategy, hunk.source, taken)
+        if between is not None:
+            cands = [c for c in cands if between[0] <= c and c + n <= between[1]]
         if strategy == "indent":
             cands = [c for c in cands if _shift_for_added(hunk, file_lines[c : c + n]) is not None]
         if not cands:
@@ -455,13 +469,54 @@ def locate(index: LineIndex, hunk: Hunk, taken: TakenRanges, hint: int | None) -
             or _locate_fuzzy(index, hunk, taken))
 
 
+def _in_file_order(n_lines: int, spans: list[tuple[list[int], int]]) -> list[int | None]:
+    """For hunks in the order a diff writes them, each with its candidate starts and length: the start each
+    must have in every placement that keeps them in that order without overlap, or None where several
+    fit. The earliest placement (each hunk at its first candidate after the previous one) and the latest
+    (each at its last candidate before the next one) bound every such placement, so a hunk placed alike in
+    both has one choice. All None when no placement keeps the order."""
+    earliest, pos = [], 0
+    for cands, n in spans:
+        fits = [c for c in cands if c >= pos]
+        if not fits:
+            return [None] * len(spans)
+        earliest.append(min(fits))
+        pos = earliest[-1] + n
+    latest, limit = [], n_lines
+    for cands, n in reversed(spans):
+        fits = [c for c in cands if c + n <= limit]
+        if not fits:
+            return [None] * len(spans)
+        latest.append(max(fits))
+        limit = latest[-1]
+    return [e if e == la else None for e, la in zip(earliest, reversed(latest), strict=True)]
+
+
+def _place_in_order(index: LineIndex, hunks: list[Hunk], matches: list[Match | None],
+                    unplaced: dict[int, _Ambiguous], taken: TakenRanges) -> None:
+    """Place the ambiguous hunks (`unplaced`, their matches None) by the diff's order; raise the first one's
+    error where the order does not decide."""
+    spans = [([m.start], m.length) if m is not None else (unplaced[i].candidates, len(hunks[i].source))
+             for i, m in enumerate(matches)]
+    starts = _in_file_order(len(index.lines), spans)
+    for idx, exc in unplaced.items():
+        start, n = starts[idx], len(hunks[idx].source)
+        m = None if start is None else _locate_by_key(index, hunks[idx], taken, None, (start, start + n))
+        if m is None:
+            exc.index = idx
+            raise exc
+        taken.add(m.start, m.length)
+        matches[idx] = m
+
+
 def apply_hunks(file_lines: list[str], file_endings: list[str], hunks: list[Hunk]):
     """Locate every hunk against the original, then splice. Returns (lines, endings, matches) where a new
     line's ending is None. Raises HunkError with `.index` set to the failing hunk's 0-based index."""
     index = LineIndex(file_lines)
     taken = TakenRanges()
-    matches: list[Match] = []
+    matches: list[Match | None] = []
     drift = 0  # how far the previous hunk was found from its stated line
+    unplaced: dict[int, HunkError] = {}  # ambiguous hunks without a line number, for a second look
     for idx, hunk in enumerate(hunks):
         hint = None if hunk.line_hint is None else max(0, hunk.line_hint - 1 + drift)
         if not hunk.source and hunk.line_hint is not None:
@@ -469,6 +524,13 @@ def apply_hunks(file_lines: list[str], file_endings: list[str], hunks: list[Hunk
             hint = max(0, hunk.line_hint + drift)
         try:
             m = locate(index, hunk, taken, hint)
+        except _Ambiguous as exc:
+            if hint is None and len(hunks) > 1:
+                unplaced[idx] = exc
+                matches.append(None)
+                continue
+            exc.index = idx
+            raise
         except HunkError as exc:
             exc.index = idx
             raise
@@ -476,6 +538,8 @@ def apply_hunks(file_lines: list[str], file_endings: list[str], hunks: list[Hunk
             drift = m.start - (hunk.line_hint - (1 if hunk.source else 0))
         taken.add(m.start, m.length)
         matches.append(m)
+    if unplaced:
+        _place_in_order(index, hunks, matches, unplaced, taken)
 
     out_lines: list[str] = list(file_lines)
     out_endings: list[str | None] = list(file_endings)

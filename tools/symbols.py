@@ -6,16 +6,18 @@ found by its name when it is the only one so called) over its line span, decorat
 replacement is re-indented to where the old one stood, and keeps the old decorators when it brings none.
 A class written with only some of the methods it has (a model shown part of a file writes the class line
 and the method it fixes) edits those members: each method replaces its namesake or is added at the class's
-end, new class-level statements replace the old ones above the first method, and the methods it leaves out
-stay (removing a method is a SEARCH/REPLACE edit).
-Imports in the new code that the module lacks are added after its last top-level import; definitions the
-module does not have yet are appended at its end. The result must parse, or nothing is returned.
+end, new class-level statements replace the old ones above the first method, and the methods and
+class-level statements it leaves out stay (removing one is a SEARCH/REPLACE edit).
+Imports in the new code that the module lacks are added after its last top-level import. A definition the
+module (or class) does not have yet goes where the reply puts it among the ones it has: after the one written
+just before it, else before the one written just after it (a new helper above the function that uses it, a
+new decorator above what it decorates), else at the end. The result must parse, or nothing is returned.
 """
 
 from __future__ import annotations
 
 import ast
-import textwrap
+from collections import Counter
 from dataclasses import dataclass
 
 from deltaserve.errors import PatchError
@@ -29,6 +31,9 @@ class _Span:
     end: int  # 0-based, exclusive
     indent: str
     decorated: bool
+
+
+_Edit = tuple[_Span, list[str]]  # lines[span.start:span.end] becomes the text
 
 
 def _span(node: ast.AST, lines: list[str]) -> _Span:
@@ -68,12 +73,19 @@ def _locate(name: str, known: dict[str, ast.AST], path: str) -> str | None:
     return methods[0] if methods else None
 
 
+def _dedent(lines: list[str]) -> list[str]:
+    """`lines` without their common indentation. Unlike textwrap.dedent, a whitespace-only line keeps what
+    lies beyond it: inside a string literal (a docstring's blank line) that whitespace is content."""
+    margin = min((len(line) - len(line.lstrip()) for line in lines if line.strip()), default=0)
+    return [line[margin:] for line in lines]
+
+
 def _new_text(node: ast.AST, new_lines: list[str], keep_decorators: list[str], indent: str) -> list[str]:
     first = first_line(node)
-    body = textwrap.dedent("\n".join(new_lines[first - 1 : node.end_lineno])).split("\n")
+    body = _dedent(new_lines[first - 1 : node.end_lineno])
     if not node.decorator_list:
         body = keep_decorators + body
-    return [indent + line if line.strip() else "" for line in body]
+    return [indent + line if line else "" for line in body]
 
 
 def _missing_imports(new_tree: ast.Module, new_lines: list[str], source_lines: list[str]) -> list[str]:
@@ -83,45 +95,112 @@ def _missing_imports(new_tree: ast.Module, new_lines: list[str], source_lines: l
     return [t for t in text if t.strip() not in present]
 
 
-def _replacement(node: ast.AST, old: ast.AST, new_lines: list[str],
-                 lines: list[str]) -> tuple[_Span, list[str]]:
-    """The old definition's span and the new one's text for it, re-indented, keeping old decorators."""
+def _replacement(nodes: list[ast.AST], old: ast.AST, new_lines: list[str], lines: list[str],
+                 blank: int) -> _Edit:
+    """The old definition's span and the new ones' text for it (`blank` lines apart), re-indented; one new
+    definition without decorators keeps the old ones."""
     span = _span(old, lines)
     old_decorators = [line.strip() and line[len(span.indent):] for line in lines[span.start : old.lineno - 1]]
-    return span, _new_text(node, new_lines, old_decorators, span.indent)
+    keep = old_decorators if len(nodes) == 1 else []
+    gap = [""] * blank
+    text = [line for node in nodes for line in [*gap, *_new_text(node, new_lines, keep, span.indent)]]
+    return span, text[blank:]
+
+
+def _decorators(node: ast.AST) -> list[str]:
+    return [ast.dump(d) for d in node.decorator_list]
+
+
+def _match(news: list[ast.AST], olds: list[ast.AST], path: str) -> list[ast.AST | None]:
+    """The old definition each of `news` (the reply's definitions of one name in one scope) replaces, None
+    for a new one. A name defined several times (overloads, a property's getter and setter) pairs up in
+    order when the reply writes as many, else with the one that has the same decorators; a name defined
+    once takes all the new ones (overloads added to a function)."""
+    if not olds:
+        return [None] * len(news)
+    if len(news) == len(olds):
+        return list(olds)
+    if len(olds) == 1:
+        return [olds[0]] * len(news)
+    if len(news) == 1:
+        alike = [o for o in olds if _decorators(o) == _decorators(news[0])]
+        if len(alike) == 1:
+            return alike
+    raise PatchError(
+        f"{path} defines {news[0].name!r} {len(olds)} times (overloads, or a property's getter and setter); "
+        f"write all {len(olds)} of them in order, or only the one you change with its decorators.", path)
+
+
+def _olds(news: list[ast.AST], scope_of, path: str) -> list[ast.AST | None]:
+    """The old definition each new one replaces (None: it is new); `scope_of(node)` gives the old
+    statements a new definition's name is looked up among (None: nowhere)."""
+    groups: dict[tuple[int, str], list[int]] = {}
+    scopes: dict[int, list[ast.AST]] = {}
+    for i, node in enumerate(news):
+        scope = scope_of(node)
+        if scope is not None:
+            scopes[id(scope)] = scope
+            groups.setdefault((id(scope), node.name), []).append(i)
+    found: list[ast.AST | None] = [None] * len(news)
+    for (scope_id, name), idx in groups.items():
+        olds = [d for d in scopes[scope_id] if isinstance(d, _DEFINITION) and d.name == name]
+        for i, old in zip(idx, _match([news[i] for i in idx], olds, path), strict=True):
+            found[i] = old
+    return found
+
+
+def _replacements(news: list[ast.AST], olds: list[ast.AST | None], new_lines: list[str], lines: list[str],
+                  blank: int, path: str) -> list[_Edit]:
+    """Each old definition's edit by the new ones that replace it (a partial class: its members')."""
+    by_old: dict[int, tuple[ast.AST, list[ast.AST]]] = {}
+    for node, old in zip(news, olds, strict=True):
+        if old is not None:
+            by_old.setdefault(id(old), (old, []))[1].append(node)
+    edits = []
+    for old, nodes in by_old.values():
+        if len(nodes) == 1 and isinstance(nodes[0], ast.ClassDef) and isinstance(old, ast.ClassDef) \
+                and _leaves_out_members(nodes[0], old):
+            edits += _member_edits(nodes[0], old, new_lines, lines, path)
+        else:
+            edits.append(_replacement(nodes, old, new_lines, lines, blank))
+    return edits
 
 
 def _methods(node: ast.ClassDef) -> list[ast.AST]:
     return [child for child in node.body if isinstance(child, _DEFINITION)]
 
 
-def _leaves_out_methods(new: ast.ClassDef, old: ast.ClassDef) -> bool:
-    return bool({m.name for m in _methods(old)} - {m.name for m in _methods(new)})
+def _statements(node: ast.ClassDef) -> list[ast.AST]:
+    """A class's own statements (attributes, ...) besides its methods and docstring."""
+    return [c for c in node.body if not isinstance(c, _DEFINITION) and not _is_docstring(c)]
+
+
+def _leaves_out_members(new: ast.ClassDef, old: ast.ClassDef) -> bool:
+    """The new class lacks some old methods, or all the old class-level statements (`__slots__ = ()` above
+    the one method a model rewrote): it edits those members, it does not replace the class."""
+    methods_left_out = Counter(m.name for m in _methods(old)) - Counter(m.name for m in _methods(new))
+    return bool(methods_left_out) or (bool(_statements(old)) and not _statements(new))
 
 
 def _member_edits(new: ast.ClassDef, old: ast.ClassDef, new_lines: list[str],
-                  lines: list[str]) -> list[tuple[_Span, list[str]]]:
+                  lines: list[str], path: str) -> list[_Edit]:
     """A partial class's edits of the old class: its methods by name, its class-level statements (those
     above its first method, when it has any besides a docstring) over the old ones."""
-    old_methods = {m.name: m for m in _methods(old)}
     body_line = lines[old.body[0].lineno - 1]
     member_indent = body_line[: len(body_line) - len(body_line.lstrip())]
-    edits = []
-    for method in _methods(new):
-        if method.name in old_methods:
-            edits.append(_replacement(method, old_methods[method.name], new_lines, lines))
-        else:  # a new method: after the class's last line
-            edits.append((_Span(old.end_lineno, old.end_lineno, member_indent, False),
-                          ["", *_new_text(method, new_lines, [], member_indent)]))
-    statements = [c for c in new.body if not isinstance(c, _DEFINITION)]
-    if statements and not (len(statements) == 1 and _is_docstring(statements[0])):
+    methods = _methods(new)
+    olds = _olds(methods, lambda _: old.body, path)
+    edits = _replacements(methods, olds, new_lines, lines, 1, path)
+    class_end = _Span(old.end_lineno, old.end_lineno, member_indent, False)
+    edits += _insertions(methods, olds, new_lines, lines, member_indent, 1, class_end)
+    if _statements(new):
         first_new = min((first_line(m) for m in _methods(new)), default=new.end_lineno + 1)
         first_old = min((first_line(m) for m in _methods(old)), default=old.end_lineno + 1)
-        header = textwrap.dedent("\n".join(new_lines[new.body[0].lineno - 1 : first_new - 1])).rstrip()
+        header = "\n".join(_dedent(new_lines[new.body[0].lineno - 1 : first_new - 1])).rstrip()
         # the old docstring stays unless the new statements bring their own
         keep_doc = _is_docstring(old.body[0]) and not _is_docstring(new.body[0])
         start = old.body[0].end_lineno if keep_doc else old.body[0].lineno - 1
-        text = [member_indent + line if line.strip() else "" for line in header.split("\n")]
+        text = [member_indent + line if line else "" for line in header.split("\n")]
         edits.append((_Span(start, first_old - 1, member_indent, False), [""] * keep_doc + text + [""]))
     return edits
 
@@ -143,32 +222,76 @@ def replace_symbols(source: str, new_code: str, path: str = "<file>") -> str:
     tree = _parse(source, path)
     lines = source.split("\n")
     known = definitions(tree)
-    replaced: list[tuple[_Span, list[str]]] = []
-    appended: list[str] = []
-    for node in new_tree.body:
-        if not isinstance(node, _DEFINITION):
-            continue
-        target = _locate(node.name, known, path)
-        if target is None:
-            appended += ["", "", *textwrap.dedent("\n".join(
-                new_lines[first_line(node) - 1
-                          : node.end_lineno])).split("\n")]
-            continue
-        if isinstance(node, ast.ClassDef) and isinstance(known[target], ast.ClassDef) \
-                and _leaves_out_methods(node, known[target]):
-            replaced += _member_edits(node, known[target], new_lines, lines)
-            continue
-        replaced.append(_replacement(node, known[target], new_lines, lines))
-    if not replaced and not appended:
+    nodes = [node for node in new_tree.body if isinstance(node, _DEFINITION)]
+    if not nodes:
         raise PatchError(f"The code for {path} defines no function or class; write the complete new version "
                          "of each function or class you change.", path)
-    for span, text in sorted(replaced, key=lambda r: r[0].start, reverse=True):
+    targets = {id(node): _locate(node.name, known, path) for node in nodes}
+
+    def scope_of(node: ast.AST) -> list[ast.AST] | None:  # a method written alone: its class's body
+        target = targets[id(node)]
+        return None if target is None else known[target.split(".")[0]].body if "." in target else tree.body
+
+    olds = _olds(nodes, scope_of, path)
+    edits = _replacements(nodes, olds, new_lines, lines, 2, path)
+    # a method written alone is no anchor for a new top-level definition: that would land inside its class
+    anchors = [old if old is not None and "." not in targets[id(node)] else None
+               for node, old in zip(nodes, olds, strict=True)]
+    module_end = _Span(len(lines), len(lines), "", False)
+    edits += _insertions(nodes, anchors, new_lines, lines, "", 2, module_end, olds)
+    # bottom-up, so earlier spans keep their line numbers; at one start a replacement goes before an
+    # insertion there, which then lands above it
+    for span, text in sorted(edits, key=lambda r: (r[0].start, r[0].end), reverse=True):
         lines[span.start : span.end] = text
     result = _with_imports(lines, _missing_imports(new_tree, new_lines, lines), tree)
-    if appended:
-        result = result.rstrip("\n") + "\n".join(appended) + "\n"
     _parse(result, f"{path} after the edit")
     return result
+
+
+def _insertions(nodes: list[ast.AST], anchors: list[ast.AST | None], new_lines: list[str], lines: list[str],
+                indent: str, blank: int, end: _Span, olds: list | None = None) -> list[_Edit]:
+    """Where each run of new definitions (`nodes[i]` whose `olds[i]`, default `anchors[i]`, is None) goes:
+    after the old definition anchoring the reply's item just before the run, else before the one just after
+    it (above its comments), else at `end`; `blank` lines apart, re-indented to `indent`."""
+    olds = anchors if olds is None else olds
+    gap = [""] * blank
+    edits = []
+    i = 0
+    while i < len(nodes):
+        if olds[i] is not None:
+            i += 1
+            continue
+        j = i
+        while j < len(nodes) and olds[j] is None:
+            j += 1
+        text = [line for node in nodes[i:j] for line in [*gap, *_new_text(node, new_lines, [], indent)]]
+        before = anchors[i - 1] if i > 0 else None
+        after = anchors[j] if j < len(nodes) else None
+        if before is not None:
+            at = _span(before, lines).end
+            edits.append((_Span(at, at, indent, False), text))
+        elif after is not None:
+            at = _above_comments(_span(after, lines).start, lines)
+            edits.append((_Span(at, at, indent, False), text[blank:] + gap))
+        else:
+            at = _content_end(lines, end.start)
+            edits.append((_Span(at, end.start, indent, False), text + [""] * (end.start > at)))
+        i = j
+    return edits
+
+
+def _above_comments(start: int, lines: list[str]) -> int:
+    """`start` moved up over the comment lines right above it (they belong to the definition there)."""
+    while start > 0 and lines[start - 1].lstrip().startswith("#"):
+        start -= 1
+    return start
+
+
+def _content_end(lines: list[str], end: int) -> int:
+    """`end` moved up over the blank lines before it."""
+    while end > 0 and not lines[end - 1].strip():
+        end -= 1
+    return end
 
 
 def _with_imports(lines: list[str], imports: list[str], tree: ast.Module) -> str:

@@ -76,6 +76,26 @@ CASES = [
     Case("at_at_without_numbers", {"calc.py": CALC},
          "--- a/calc.py\n+++ b/calc.py\n@@ @@\n def add(a, b):\n-    return a + b\n+    return sum((a, b))\n",
          {"calc.py": CALC.replace("return a + b", "return sum((a, b))")}, ["exact"]),
+    Case("at_at_with_placeholder_between", {"calc.py": CALC},  # the `@@ ... @@` many models write
+         "--- a/calc.py\n+++ b/calc.py\n@@ ... @@\n def add(a, b):\n-    return a + b\n+    return b + a\n",
+         {"calc.py": CALC.replace("return a + b", "return b + a")}, ["exact"]),
+    # hunks without line numbers whose text repeats: the diff's order places them (real commits, stripped
+    # of their numbers, hit this in test files full of alike parametrize blocks)
+    Case("ambiguous_hunk_placed_by_the_next_one", {"dup.py": DUP},
+         "--- a/dup.py\n+++ b/dup.py\n@@ @@\n     x = compute()\n-    return x\n+    return x + 1\n"
+         "@@ @@\n def second():\n     x = compute()\n",
+         {"dup.py": DUP.replace("return x", "return x + 1", 1)}, ["exact", "exact"]),
+    Case("ambiguous_hunk_placed_by_the_one_before", {"dup.py": DUP},
+         "--- a/dup.py\n+++ b/dup.py\n@@ @@\n def second():\n+    \"\"\"Again.\"\"\"\n"
+         "@@ @@\n     x = compute()\n-    return x\n+    return -x\n",
+         {"dup.py": DUP.replace("def second():\n", "def second():\n    \"\"\"Again.\"\"\"\n")
+                       .replace("    return x\n", "    return -x\n").replace("return -x", "return x", 1)},
+         ["exact", "exact"]),
+    Case("all_hunks_ambiguous_but_one_order_fits", {"dup.py": DUP},
+         "--- a/dup.py\n+++ b/dup.py\n@@ @@\n     x = compute()\n-    return x\n+    return 1\n"
+         "@@ @@\n     x = compute()\n-    return x\n+    return 2\n",
+         {"dup.py": DUP.replace("return x", "return 1", 1).replace("return x", "return 2")},
+         ["exact", "exact"]),
     Case("context_without_leading_space", {"calc.py": CALC},
          "--- a/calc.py\n+++ b/calc.py\n@@ -4,2 +4,3 @@\ndef add(a, b):\n+    \"\"\"Add.\"\"\"\n"
          "     return a + b\n",
@@ -312,6 +332,15 @@ BAD = [
     Bad("ambiguous_without_line_numbers", {"dup.py": DUP},
         "--- a/dup.py\n+++ b/dup.py\n@@ @@\n     x = compute()\n-    return x\n+    return x + 1\n",
         ["match 2 places", "lines 2, 7", "context"]),
+    Bad("ambiguous_last_hunk_after_its_neighbour", {"dup.py": "def a():\n    pass\n" + DUP},
+        "--- a/dup.py\n+++ b/dup.py\n@@ @@\n def a():\n-    pass\n+    return 0\n"
+        "@@ @@\n     x = compute()\n-    return x\n+    return x + 1\n",
+        ["Hunk 2 of 2", "match 2 places"]),
+    Bad("ambiguous_hunk_among_hunks_out_of_order", {"dup.py": DUP},
+        # the placed hunk comes first in the file but last in the diff: no order to trust
+        "--- a/dup.py\n+++ b/dup.py\n@@ @@\n     x = compute()\n-    return x\n+    return x + 1\n"
+        "@@ @@\n-def first():\n+def first_one():\n",
+        ["Hunk 1 of 2", "match 2 places"]),
     Bad("second_file_fails_first_untouched", {"calc.py": CALC, "stack.py": CLASSY},
         "--- a/calc.py\n+++ b/calc.py\n@@ -1 +1 @@\n-import math\n+import cmath\n"
         "--- a/stack.py\n+++ b/stack.py\n@@ -1,2 +1,2 @@\n class Queue:\n-    pass\n+    items = []\n",

@@ -78,3 +78,71 @@ def test_an_ambiguous_method_name_is_refused_with_what_to_do():
     source = "class A:\n    def f(self):\n        pass\n\n\nclass B:\n    def f(self):\n        pass\n"
     with pytest.raises(PatchError, match="whole class"):
         replace_symbols(source, "def f(self):\n    return 1\n", "m.py")
+
+
+# Where a definition the module lacks goes: where the reply puts it among the ones the module has (new
+# helpers and decorators are written next to the code that uses them; at the end, a decorator used above it
+# would fail at import). Seen replaying real commits as symbol replies (`deltaserve bench replay`).
+def test_a_new_function_written_before_an_existing_one_goes_above_it_and_its_comment():
+    source = ("import os\n\n\n# the area of a disc\ndef area(r):\n    return r\n\n\n"
+              "def volume(r):\n    return r\n")
+    new = "def cached(fn):\n    return fn\n\n\n@cached\ndef area(r):\n    return 3 * r * r\n"
+    out = replace_symbols(source, new)
+    assert out == ("import os\n\n\ndef cached(fn):\n    return fn\n\n\n# the area of a disc\n@cached\n"
+                   "def area(r):\n    return 3 * r * r\n\n\ndef volume(r):\n    return r\n")
+
+
+def test_new_functions_written_after_an_existing_one_follow_it_in_order():
+    out = replace_symbols(MODULE, "def area(r):\n    return _sq(r) * math.pi\n\n\ndef _sq(x):\n"
+                                  "    return x * x\n\n\ndef _cube(x):\n    return x ** 3\n")
+    assert "return _sq(r) * math.pi\n\n\ndef _sq(x):\n    return x * x\n\n\ndef _cube(x):\n" \
+           "    return x ** 3\n\n\nclass Stack:" in out
+
+
+def test_a_new_function_with_no_neighbour_in_the_reply_is_appended_two_lines_below():
+    out = replace_symbols("x = 1\n", "def f():\n    return x\n")
+    assert out == "x = 1\n\n\ndef f():\n    return x\n"
+
+
+def test_a_new_method_follows_the_method_written_before_it():
+    new = "class Stack:\n    def top(self):\n        return self.items[-1]\n\n    def peek(self):\n" \
+          "        return self.top\n"
+    out = replace_symbols(MODULE, new)
+    stack = next(n for n in ast.parse(out).body if isinstance(n, ast.ClassDef))
+    assert [n.name for n in stack.body] == ["__init__", "top", "peek", "push"]
+    assert "        return self.items[-1]\n\n    def peek(self):\n" in out
+
+
+def test_a_class_written_with_its_only_method_keeps_its_class_level_statements():
+    source = "class Value(Node):\n    __slots__ = ()\n\n    def serialize(self):\n        return str(self)\n"
+    out = replace_symbols(source, "class Value(Node):\n    def serialize(self):\n        return repr(self)\n")
+    assert out == source.replace("str(self)", "repr(self)")
+
+
+PROPERTY = ("class A:\n    @property\n    def x(self):\n        return self._x\n\n    @x.setter\n"
+            "    def x(self, v):\n        self._x = v\n")
+
+
+@pytest.mark.parametrize("reply", [
+    "@property\ndef x(self):\n    return self._x + 1\n",  # the getter written alone
+    # in its class, the setter left out
+    "class A:\n    @property\n    def x(self):\n        return self._x + 1\n",
+])
+def test_a_property_getter_replaces_the_getter_and_the_setter_stays(reply):
+    assert replace_symbols(PROPERTY, reply) == PROPERTY.replace("return self._x\n", "return self._x + 1\n")
+
+
+def test_overloads_written_with_their_function_replace_them_all_in_order():
+    source = ("@overload\ndef f(x: int) -> int: ...\n\n\n@overload\ndef f(x: str) -> str: ...\n\n\n"
+              "def f(x):\n    return x\n\n\ndef g():\n    pass\n")
+    new = source.split("\n\n\ndef g")[0].replace("return x", "return x * 2")
+    assert replace_symbols(source, new) == source.replace("return x", "return x * 2")
+    # the implementation alone (no decorators) replaces the implementation only
+    assert replace_symbols(source, "def f(x):\n    return -x\n") == source.replace("return x", "return -x")
+
+
+def test_one_of_several_same_named_definitions_without_telling_which_is_refused():
+    source = "@overload\ndef f(x: int) -> int: ...\n\n\n@overload\ndef f(x: str) -> str: ...\n\n\n" \
+             "def f(x):\n    return x\n"
+    with pytest.raises(PatchError, match="defines 'f' 3 times"):
+        replace_symbols(source, "@overload\ndef f(x: bytes) -> bytes: ...\n")
