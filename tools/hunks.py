@@ -31,7 +31,7 @@ import difflib
 import re
 from dataclasses import dataclass, field
 
-from deltaserve.errors import HunkError
+from deltaserve.errors import AmbiguousHunkError, HunkError
 from deltaserve.tools.line_index import WORD, LineIndex, TakenRanges
 
 FUZZY_THRESHOLD = 0.85  # mean per-line similarity of the window
@@ -322,18 +322,10 @@ def _pick(cands: list[int], hint: int | None, what: str, n: int) -> int:
             "near "
             f"the stated line {hint + 1}; add more unchanged context lines so it matches one place only"
         )
-    raise _Ambiguous(
+    raise AmbiguousHunkError(
         f"its {what} lines match {len(cands)} places (starting at lines {lines}); add more unchanged "
         "context lines around the change (or a correct @@ line number) so it matches one place only",
         cands)
-
-
-class _Ambiguous(HunkError):
-    """Several places match and no line number tells them apart (the order of the diff's hunks still may)."""
-
-    def __init__(self, reason: str, candidates: list[int]):
-        super().__init__(reason)
-        self.candidates = candidates  # 0-based starts
 
 
 def _locate_ignoring_blank_lines(index: LineIndex, hunk: Hunk, taken: TakenRanges,
@@ -493,7 +485,7 @@ def _in_file_order(n_lines: int, spans: list[tuple[list[int], int]]) -> list[int
 
 
 def _place_in_order(index: LineIndex, hunks: list[Hunk], matches: list[Match | None],
-                    unplaced: dict[int, _Ambiguous], taken: TakenRanges) -> None:
+                    unplaced: dict[int, AmbiguousHunkError], taken: TakenRanges) -> None:
     """Place the ambiguous hunks (`unplaced`, their matches None) by the diff's order; raise the first one's
     error where the order does not decide."""
     spans = [([m.start], m.length) if m is not None else (unplaced[i].candidates, len(hunks[i].source))
@@ -524,7 +516,7 @@ def apply_hunks(file_lines: list[str], file_endings: list[str], hunks: list[Hunk
             hint = max(0, hunk.line_hint + drift)
         try:
             m = locate(index, hunk, taken, hint)
-        except _Ambiguous as exc:
+        except AmbiguousHunkError as exc:
             if hint is None and len(hunks) > 1:
                 unplaced[idx] = exc
                 matches.append(None)

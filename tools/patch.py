@@ -18,7 +18,7 @@ import re
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from deltaserve.errors import NoChangesError, PatchError
+from deltaserve.errors import AmbiguousHunkError, NoChangesError, PatchError
 from deltaserve.tools.diff_parse import DiffParseError, FilePatch, parse_diff, strip_ab
 from deltaserve.tools.hunks import STRATEGIES, Hunk, HunkError, apply_hunks
 from deltaserve.tools.search_replace import SearchReplace, parse_search_replace_blocks, search_replace_hunk
@@ -366,14 +366,21 @@ def apply_patch(ws: Workspace, diff_text: str, dry_run: bool = False) -> PatchRe
 def apply_search_replace_blocks(
     ws: Workspace, blocks: list[SearchReplace], dry_run: bool = False
 ) -> PatchResult:
-    """Apply SEARCH/REPLACE blocks in order (a later block sees the earlier ones' result), all or nothing."""
+    """Apply SEARCH/REPLACE blocks in order (a later block sees the earlier ones' result), all or nothing.
+    A block whose SEARCH text matches several places is placed by the order of its file's blocks when
+    the file's blocks, taken together on the file as it was, fit one way only (`_blocks_in_file_order`)."""
     plan = _Plan(ws)
     counts: dict[str, int] = {}
+    before: dict[str, TextFile | None] = {}  # each file as it was before its first block
+    placed_together: set[str] = set()
     for n, block in enumerate(blocks, 1):
         rel = ws.relpath(block.path)
+        if rel in placed_together:
+            continue
         idx = counts.get(rel, 0)
         counts[rel] = idx + 1
         current = plan.current(rel)
+        before.setdefault(rel, current)
         search = block.search.replace("\r\n", "\n")
         if not search.strip():
             if current is not None and current.text.strip():
@@ -392,13 +399,16 @@ def apply_search_replace_blocks(
         try:
             lines, endings, (m,) = apply_hunks(current.lines, current.endings, [hunk])
             strategy, line = m.strategy, m.start + 1
+        except AmbiguousHunkError as exc:
+            file_blocks = [b for b in blocks if ws.relpath(b.path) == rel]
+            if not _blocks_in_file_order(plan, rel, before[rel], file_blocks):
+                raise _search_failure(rel, n, exc, hunk) from None
+            placed_together.add(rel)
+            continue
         except HunkError as exc:
             fragment = _fragment_edit(current.lines, search, replace)
             if fragment is None:
-                err = _hunk_failure(rel, exc, [hunk], what="SEARCH block").message
-                err = err.replace("SEARCH block 1 of 1", f"SEARCH/REPLACE block {n}", 1)
-                err = err.replace("The lines it expected to find", "The SEARCH text")
-                raise PatchError(err, rel, n) from None
+                raise _search_failure(rel, n, exc, hunk) from None
             (lines, line), endings, strategy = fragment, current.endings, "in-line"
         final = current.final_newline
         plan.set(rel, current.with_lines(lines, endings, final))
@@ -406,6 +416,33 @@ def apply_search_replace_blocks(
     return _finish(plan, dry_run, NoChangesError(
         "your SEARCH/REPLACE blocks have no changes: each REPLACE part gives the text its SEARCH part "
         "matched; put the new lines after =======", list(counts)))
+
+
+def _search_failure(rel: str, n: int, exc: HunkError, hunk: Hunk) -> PatchError:
+    err = _hunk_failure(rel, exc, [hunk], what="SEARCH block").message
+    err = err.replace("SEARCH block 1 of 1", f"SEARCH/REPLACE block {n}", 1)
+    return PatchError(err.replace("The lines it expected to find", "The SEARCH text"), rel, n)
+
+
+def _blocks_in_file_order(plan: _Plan, rel: str, original: TextFile | None,
+                          blocks: list[SearchReplace]) -> bool:
+    """All of `rel`'s blocks applied at once to the file as it was, as the hunks of one diff (models write a
+    file's blocks top to bottom, so a block that matches several places goes to the one its neighbours
+    leave); True and planned when that places every block, False (nothing planned) when not: a block
+    editing what an earlier one wrote, an empty SEARCH, an order that fits several ways."""
+    searches = [b.search.replace("\r\n", "\n") for b in blocks]
+    if original is None or len(blocks) < 2 or not all(s.strip() for s in searches):
+        return False
+    replaces = [b.replace.replace("\r\n", "\n") for b in blocks]
+    hunks = [search_replace_hunk(s, r) for s, r in zip(searches, replaces, strict=True)]
+    try:
+        lines, endings, matches = apply_hunks(original.lines, original.endings, hunks)
+    except HunkError:
+        return False
+    plan.set(rel, original.with_lines(lines, endings, original.final_newline))
+    plan.hunks[:] = [h for h in plan.hunks if h.file != rel]
+    plan.hunks.extend(HunkResult(rel, i, m.strategy, m.start + 1) for i, m in enumerate(matches))
+    return True
 
 
 def _fragment_edit(lines: list[str], search: str, replace: str) -> tuple[list[str], int] | None:

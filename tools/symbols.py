@@ -239,9 +239,11 @@ def replace_symbols(source: str, new_code: str, path: str = "<file>") -> str:
                for node, old in zip(nodes, olds, strict=True)]
     module_end = _Span(len(lines), len(lines), "", False)
     edits += _insertions(nodes, anchors, new_lines, lines, "", 2, module_end, olds)
-    # bottom-up, so earlier spans keep their line numbers; at one start a replacement goes before an
-    # insertion there, which then lands above it
-    for span, text in sorted(edits, key=lambda r: (r[0].start, r[0].end), reverse=True):
+    # bottom-up, so earlier spans keep their line numbers. At one line, what is applied last lands on top: a
+    # replacement goes before an insertion there, and a new method at its class's end goes after a new
+    # definition placed after that class (deeper insertions are applied later)
+    order = lambda edit: (edit[0].start, edit[0].end, -len(edit[0].indent))  # noqa: E731
+    for span, text in sorted(edits, key=order, reverse=True):
         lines[span.start : span.end] = text
     result = _with_imports(lines, _missing_imports(new_tree, new_lines, lines), tree)
     _parse(result, f"{path} after the edit")

@@ -1,5 +1,5 @@
-"""`deltaserve bench engine|accuracy|prefix|spec|load|kv-disk|sandbox`: benchmarks that print their figures
-side by side, with ratios.
+"""`deltaserve bench engine|accuracy|prefix|spec|load|kv-disk|sandbox|replay`: benchmarks that print their
+figures side by side, with ratios.
 
 - engine: our engine (bf16, int8, int4 weights) vs llama.cpp on the same GGUF and HF generate()
           (evals/bench/engine_vs_hf.py): prefill tok/s and decode ms/token at short and long context,
@@ -15,6 +15,8 @@ side by side, with ratios.
           cached share, same greedy output (evals/bench/kv_disk.py).
 - sandbox: the bundled tasks' test runs without and with the bwrap sandbox
           (evals/bench/sandbox_overhead.py).
+- replay: a git repository's real commits written as model replies in each edit format, applied by our
+          tools and compared with the commit byte for byte (evals/bench/replay_commits.py).
 """
 
 from __future__ import annotations
@@ -23,7 +25,7 @@ import argparse
 
 from deltaserve.cli import COMMANDS, default
 from deltaserve.engine import EngineConfig
-from deltaserve.evals.bench import engine_vs_hf, quant_accuracy, sandbox_overhead
+from deltaserve.evals.bench import engine_vs_hf, quant_accuracy, replay_commits, sandbox_overhead
 from deltaserve.evals.bench import kv_disk as bench_kv_disk
 from deltaserve.evals.bench import speculative as bench_speculative
 from deltaserve.evals.bench.load import register_load
@@ -38,6 +40,7 @@ EPILOG = """examples:
   deltaserve bench load --tiny                          # 200 streaming requests, 20% disconnects
   deltaserve bench kv-disk --prompt-tokens 4000         # process B reuses process A's KV from disk
   deltaserve bench sandbox --repeats 5                  # each task's tests, none vs bwrap
+  deltaserve bench replay --repo ~/src/project          # its last 200 commits through every edit format
 """
 
 
@@ -93,4 +96,10 @@ def register(subparsers) -> None:
     p = benches.add_parser("sandbox", help="the bundled tasks' test runs without and with the bwrap sandbox")
     sandbox_overhead.add_arguments(p)
     p.set_defaults(func=sandbox_overhead.run)
+
+    p = benches.add_parser("replay", help="a repository's commits as model replies, applied by each format",
+                           description=replay_commits.__doc__,
+                           formatter_class=argparse.RawDescriptionHelpFormatter)
+    replay_commits.add_arguments(p)
+    p.set_defaults(func=replay_commits.run)
     parser.set_defaults(func=lambda args: parser.print_help() or 2)

@@ -96,6 +96,15 @@ class HunkError(ToolError):
         self.index = 0  # 0-based hunk that failed, set by whoever placed the hunks in order
 
 
+class AmbiguousHunkError(HunkError):
+    """The hunk's text matches several places and no line number tells them apart (the order of a diff's
+    hunks, or of a file's SEARCH/REPLACE blocks, still may)."""
+
+    def __init__(self, reason: str, candidates: list[int]):
+        super().__init__(reason)
+        self.candidates = candidates  # 0-based starts
+
+
 class SandboxError(ToolError):
     """A sandbox that cannot run here (bubblewrap missing or not permitted), or an unknown sandbox name."""
 

@@ -32,6 +32,13 @@ def _bare_diff(reply: str) -> str:
     return "\n".join(lines[start:end]).rstrip("\n") + "\n"
 
 
+def _fenced_diffs(reply: str, max_indent: int | None) -> list[str]:
+    """Fenced blocks with ---/+++ headers. Fences at the margin first: inside a diff, " ```" is a context
+    line (a Markdown file's code block, a docstring's example) and must not close the diff's fence."""
+    fenced = ("\n".join(block.body) + "\n" for block in fenced_blocks(reply.splitlines(), max_indent))
+    return [text for text in fenced if _HEADERS.search(text)]
+
+
 class UdiffFormat:
     name = "udiff"
     numbered_context = True  # line numbers help the model write @@ headers; the tools tolerate wrong ones
@@ -50,8 +57,7 @@ class UdiffFormat:
         """The diff texts in a reply: fenced blocks with ---/+++ headers, else a bare diff. A reply with hunks
         but no headers (the file named on a line above the fence, say) is returned whole: tools.patch's
         parser repairs those or explains what is missing. [] if nothing looks like a diff."""
-        fenced = ("\n".join(block.body) + "\n" for block in fenced_blocks(reply.splitlines()))
-        diffs = [text for text in fenced if _HEADERS.search(text)]
+        diffs = _fenced_diffs(reply, max_indent=0) or _fenced_diffs(reply, max_indent=None)
         if not diffs:
             bare = _bare_diff(reply)
             diffs = [bare] if bare else []

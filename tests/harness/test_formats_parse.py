@@ -68,6 +68,18 @@ def test_udiff_parse_several_fenced_diffs_and_ignores_other_code():
     assert udiff.parse(reply) == [DIFF, other]
 
 
+MARKDOWN_DIFF = ("--- a/docs/usage.md\n+++ b/docs/usage.md\n@@ -3,5 +3,5 @@\n ```python\n-run(1)\n+run(2)\n"
+                 " ```\n \n-Done.\n+Done!\n")
+
+
+def test_udiff_parse_keeps_a_code_fence_context_line_inside_the_diff():
+    """A Markdown file's (or a docstring's) " ```" is a context line of the diff, not the fence's end
+    (replayed real commits of click's docs were cut there and applied in part); an indented fence still
+    works."""
+    assert udiff.parse(f"```diff\n{MARKDOWN_DIFF}```\n") == [MARKDOWN_DIFF]
+    assert udiff.parse(f"1. The fix:\n\n   ```diff\n{DIFF}   ```\n") == [DIFF]
+
+
 @pytest.mark.parametrize("reply", ["", "I think the bug is in f.", "```python\nx = 1\n```"])
 def test_udiff_parse_finds_nothing(reply):
     assert udiff.parse(reply) == []

@@ -193,3 +193,40 @@ def test_write_file_keeps_style_and_mode(workspace):
     assert res.files_changed == ["new/dir/file.txt"]
     with pytest.raises(PatchError, match=".git"):
         write_file(ws, ".git/hooks/pre-commit", "evil")
+
+
+TWINS = "def first():\n    x = compute()\n    return x\n\n\ndef second():\n    x = compute()\n    return x\n"
+
+
+def test_a_block_matching_several_places_is_placed_by_its_files_other_blocks(workspace):
+    """Blocks written top to bottom: `return x` after second's docstring is second's (replayed real commits
+    hit this in test files of alike cases; `deltaserve bench replay`)."""
+    ws = workspace({"d.py": TWINS, "other.py": "A = 1\n"})
+    res = apply_search_replace_blocks(ws, [
+        SearchReplace("d.py", "def second():\n", "def second():\n    \"\"\"Again.\"\"\"\n"),
+        SearchReplace("other.py", "A = 1\n", "A = 2\n"),  # another file between them changes nothing
+        SearchReplace("d.py", "    x = compute()\n    return x\n", "    x = compute()\n    return -x\n"),
+    ])
+    assert (ws.root / "d.py").read_text() == TWINS.replace(
+        "def second():\n    x = compute()\n    return x", "def second():\n    \"\"\"Again.\"\"\"\n"
+        "    x = compute()\n    return -x")
+    assert (ws.root / "other.py").read_text() == "A = 2\n"
+    assert [(h.file, h.index, h.start_line) for h in res.hunks if h.file == "d.py"] == [("d.py", 0, 6),
+                                                                                        ("d.py", 1, 7)]
+
+
+@pytest.mark.parametrize("blocks", [
+    # the ambiguous block is the last, after both places: no order tells them apart
+    [SearchReplace("d.py", "def first():\n", "def first():  # one\n"),
+     SearchReplace("d.py", "    return x\n", "    return 0\n")],
+    # the second block edits what the first wrote: they cannot be placed together on the old file
+    [SearchReplace("d.py", "def second():\n", "def second():\n    y = 1\n"),
+     SearchReplace("d.py", "    y = 1\n    x = compute()\n", "    y = 2\n    x = compute()\n"),
+     SearchReplace("d.py", "    return x\n", "    return 0\n")],
+])
+def test_an_ambiguous_block_its_neighbours_cannot_place_is_refused(workspace, snapshot, blocks):
+    ws = workspace({"d.py": TWINS})
+    before = snapshot(ws.root)
+    with pytest.raises(PatchError, match="match 2 places"):
+        apply_search_replace_blocks(ws, blocks)
+    assert snapshot(ws.root) == before

@@ -146,3 +146,10 @@ def test_one_of_several_same_named_definitions_without_telling_which_is_refused(
              "def f(x):\n    return x\n"
     with pytest.raises(PatchError, match="defines 'f' 3 times"):
         replace_symbols(source, "@overload\ndef f(x: bytes) -> bytes: ...\n")
+
+
+def test_a_new_method_and_a_new_class_after_its_class_each_go_where_written():
+    new = "class Stack:\n    def size(self):\n        return len(self.items)\n\n\nclass Queue:\n    pass\n"
+    out = replace_symbols(MODULE, new)
+    assert out.endswith("        self.items.insert(0, x)\n\n    def size(self):\n"
+                        "        return len(self.items)\n\n\nclass Queue:\n    pass\n")
