@@ -91,7 +91,7 @@ class Engine:
         use_disk = config.kv_cache_dir and config.enable_prefix_caching
         self.kv_disk = self._disk_store(loaded) if use_disk else None
         tier = DiskTier(self.kv_disk, self.kv) if self.kv_disk is not None else None
-        self.blocks = BlockManager(num_blocks, config.block_size, config.enable_prefix_caching, tier)
+        self.blocks = BlockManager(num_blocks, config.block_size, config.enable_prefix_caching, tier, self.kv)
         self.scheduler = Scheduler(config, self.blocks)
         self.requests: dict[str, Sequence] = {}
         self._finished_pending: list[Sequence] = []  # aborted since the last step

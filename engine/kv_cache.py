@@ -49,3 +49,8 @@ class KVCache:
         self.k_layers, self.v_layers = list(self.k_heads), list(self.v_heads)  # per-layer views, made once
         self.k = self.k_heads.transpose(1, 2)  # [layers, slots, kv_heads, head_dim] views
         self.v = self.v_heads.transpose(1, 2)
+
+    def copy_block(self, src: int, dst: int) -> None:
+        """Copy one block's K and V, every layer, into another block."""
+        self.k_blocks[:, :, dst] = self.k_blocks[:, :, src]
+        self.v_blocks[:, :, dst] = self.v_blocks[:, :, src]

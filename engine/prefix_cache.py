@@ -7,6 +7,12 @@ parent hash (no false hit even on a collision). A block whose refcount drops to 
 its index entry in the LRU list until the pool needs it; sequences free their blocks tail first so
 a prefix's head outlives its tail.
 
+Given the pool (`kv`), a sequence that needs the block right after its last one finds it free more often: a
+cached block nobody uses there is moved to another free block first (its KV copied, its index entry and LRU
+place kept), so the sequence's blocks stay consecutive and batch-1 decode reads its context as a view of the
+pool instead of gathering it every layer and token (engine/model.py). A prompt that extends a cached one
+meets exactly this: the previous request's blocks past the shared prefix are cached.
+
 With a disk tier (engine/kv_disk.py, `self.disk`), a block is also offered to disk when it gets indexed,
 and a prefix match that runs out of memory hits goes on in the disk tier: each block found there is loaded
 into a pool block and indexed as if it had been computed.
@@ -19,6 +25,7 @@ from collections import OrderedDict
 
 from deltaserve.engine.errors import EngineError
 from deltaserve.engine.free_blocks import FreeBlocks
+from deltaserve.engine.kv_cache import KVCache
 from deltaserve.engine.kv_disk import BlockRef, DiskTier
 from deltaserve.engine.sequence import Sequence
 
@@ -32,7 +39,7 @@ def block_hash(parent: bytes | None, tokens: tuple[int, ...], salt: str | None) 
 
 class BlockManager:
     def __init__(self, num_blocks: int, block_size: int, enable_caching: bool = True,
-                 disk: DiskTier | None = None):
+                 disk: DiskTier | None = None, kv: KVCache | None = None):
         self.num_blocks = num_blocks
         self.block_size = block_size
         self.enable_caching = enable_caching
@@ -44,6 +51,7 @@ class BlockManager:
         self.free = FreeBlocks(num_blocks)
         self.lru: OrderedDict[int, None] = OrderedDict()  # refcount-0 blocks still in the index, oldest first
         self.disk = disk if enable_caching else None
+        self.kv = kv  # None: cached blocks stay where they are (_vacate)
         # counters (tokens for queries/hits, blocks for evictions)
         self.queries = 0
         self.hits = 0
@@ -71,8 +79,11 @@ class BlockManager:
             seq.block_table.append(self._take_block(seq.block_table[-1] if seq.block_table else None))
 
     def _take_block(self, after: int | None = None) -> int:
-        """A block for new KV: a free one (the one after `after` if it is free), else the oldest cached."""
+        """A block for new KV: a free one (the one after `after` if it is free or can be vacated), else the
+        oldest cached."""
         if self.free:
+            if after is not None:
+                self._vacate(after + 1)
             block = self.free.take(after)
         else:
             block, _ = self.lru.popitem(last=False)
@@ -81,6 +92,22 @@ class BlockManager:
             self.evictions += 1
         self.ref_count[block] = 1
         return block
+
+    def _vacate(self, block: int) -> None:
+        """Free `block` if it is cached and unused, by moving its KV and index entry to another free block
+        (same place in the LRU order). A block copy (~0.7 MB for SmolLM2-135M in float32) once per block of
+        new tokens, against gathering the whole context every decode step (2,000 tokens: ~90 MB)."""
+        if self.kv is None or block >= self.num_blocks or block not in self.lru or not self.free:
+            return
+        spare = self.free.take()
+        self.kv.copy_block(block, spare)
+        key = self.hash_of[block]
+        self.index[key] = spare
+        self.hash_of[spare], self.tokens_of[spare], self.parent_of[spare] = key, self.tokens_of[block], \
+            self.parent_of[block]
+        self.hash_of[block] = self.tokens_of[block] = self.parent_of[block] = None
+        self.lru = OrderedDict((spare if b == block else b, None) for b in self.lru)
+        self.free.add(block)
 
     # ---- prefix reuse ----
 

@@ -4,12 +4,13 @@ from __future__ import annotations
 
 import pytest
 import torch
+import torch.nn.functional as F
 from transformers import AutoModelForCausalLM
 
 from deltaserve.engine.kv_cache import KVCache
 from deltaserve.engine.linear import can_prepack
 from deltaserve.engine.loader import load_model
-from deltaserve.engine.model import LlamaModel, Span
+from deltaserve.engine.model import LlamaModel, Span, rms_norm
 from deltaserve.testing.tiny_model import make_tiny_model_dir
 
 ATOL = 1e-4
@@ -139,3 +140,15 @@ def test_one_token_decode_reads_consecutive_blocks_as_a_view_and_scattered_ones_
     with torch.inference_mode():
         got = ours.forward(batch, kv)
     torch.testing.assert_close(got[0], ref[40], atol=ATOL, rtol=1e-4)
+
+
+@pytest.mark.parametrize("shape", [(1, 576), (7, 1536), (5, 12, 64)], ids=["decode", "rows", "heads"])
+def test_rms_norm_is_torch_rms_norm_bit_for_bit(shape):
+    gen = torch.Generator().manual_seed(4)
+    for scale in (1e-3, 1.0, 1e3):
+        x = torch.randn(shape, generator=gen) * scale
+        w = torch.randn(shape[-1], generator=gen)
+        assert torch.equal(rms_norm(x, w, 1e-5), F.rms_norm(x, shape[-1:], w, 1e-5))
+        assert torch.equal(rms_norm(x, None, 1e-6), F.rms_norm(x, shape[-1:], None, 1e-6))
+        xb, wb = x.bfloat16(), w.bfloat16()  # other dtypes: torch's own
+        assert torch.equal(rms_norm(xb, wb, 1e-5), F.rms_norm(xb, shape[-1:], wb, 1e-5))

@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
+import torch
+
 from deltaserve.engine import SamplingParams
+from deltaserve.engine.kv_cache import KVCache
 from deltaserve.engine.prefix_cache import BlockManager
 
 BS = 16
@@ -118,3 +121,67 @@ def test_prefix_caching_switch_off(make_engine):
     eng.generate(tokens(64), GREEDY)
     assert eng.generate(tokens(64), GREEDY)[0].metrics.cached_tokens == 0
     assert eng.stats().blocks_cached == 0 and eng.stats().prefix_cache_hits == 0
+
+
+class _Seq:  # the block manager only needs these attributes
+    def __init__(self, ids):
+        self.token_ids, self.cache_salt = ids, None
+        self.block_table, self.block_hashes, self.num_computed_tokens = [], [], 0
+
+
+def test_cached_blocks_after_a_matched_prefix_move_out_of_the_way_with_their_kv():
+    """A sequence extending a cached prefix gets the blocks right after it (one run: decode reads a view);
+    the cached blocks there move elsewhere, KV, index entries and LRU places and all."""
+    kv = KVCache(2, 12, 4, 1, 2, torch.float32, torch.device("cpu"))
+    bm = BlockManager(num_blocks=12, block_size=4, kv=kv)
+    first = _Seq(list(range(17)))
+    bm.allocate(first, 17)
+    first.num_computed_tokens = 16
+    bm.cache_full_blocks(first)
+    assert first.block_table == [0, 1, 2, 3, 4]
+    kv.k_blocks.copy_(torch.arange(kv.k_blocks.numel()).view_as(kv.k_blocks))
+    kv.v_blocks.copy_(-kv.k_blocks)
+    cached = [(kv.k_blocks[:, :, b].clone(), kv.v_blocks[:, :, b].clone()) for b in range(4)]
+    bm.free_blocks(first)
+    second = _Seq(list(range(8)) + [99] * 9)
+    assert bm.match_prefix(second) == 8
+    lru_before = list(bm.lru)
+    bm.allocate(second, 9)
+    assert second.block_table == [0, 1, 2, 3, 4]
+    assert len(bm.lru) == len(lru_before) and not set(bm.lru) & set(second.block_table)
+    assert bm.evictions == 0 and bm.num_available == 12 - 5
+    bm.free_blocks(second)
+    again = _Seq(list(range(17)))
+    assert bm.match_prefix(again) == 16  # the moved blocks still hit
+    for (k, v), b in zip(cached, again.block_table, strict=True):
+        assert torch.equal(kv.k_blocks[:, :, b], k) and torch.equal(kv.v_blocks[:, :, b], v)
+
+
+def test_no_pool_no_moves():
+    bm = BlockManager(num_blocks=8, block_size=4)
+    first = _Seq(list(range(9)))
+    bm.allocate(first, 9)
+    first.num_computed_tokens = 8
+    bm.cache_full_blocks(first)
+    bm.free_blocks(first)
+    second = _Seq(list(range(4)) + [99] * 5)
+    bm.match_prefix(second)
+    bm.allocate(second, 5)
+    assert second.block_table[:2] == [0, 2]  # block 1 stays cached where it is
+
+
+def test_a_repeated_prompt_decodes_from_one_run_of_blocks(make_engine):
+    """The second run of a prompt reuses its cached blocks and continues right after them, where the first
+    run's cached continuation was: same tokens as the first run and as an engine without caching."""
+    eng = make_engine(block_size=BS)
+    prompt = tokens(50)
+    first = eng.generate(prompt, GREEDY)[0]
+    rid = eng.add_request(prompt, GREEDY)
+    eng.step()
+    eng.step()
+    table = eng.requests[rid].block_table
+    assert len(table) >= 4 and table == list(range(table[0], table[0] + len(table)))
+    second = eng.step_until_idle([rid])[0]
+    assert second.metrics.cached_tokens == 48
+    plain = make_engine(block_size=BS, enable_prefix_caching=False)
+    assert first.token_ids == second.token_ids == plain.generate(prompt, GREEDY)[0].token_ids

@@ -25,6 +25,7 @@ from deltaserve.engine.quant import (
     int4_group_for,
     make_linear,
     pack_dynamic_int8,
+    packed_weight_calls,
     preferred_quant,
     quantize_int4,
     quantize_int8,
@@ -330,3 +331,14 @@ def test_w8a8_engine_agrees_with_its_float_weights(tiny_model_dirs):
     assert 0 < (ours - theirs).norm() < 0.15 * theirs.norm()
     decoded = eng.generate(prompts, SamplingParams(max_tokens=16, ignore_eos=True))
     assert [len(o.token_ids) for o in decoded] == [16, 16, 16]
+
+
+@needs_fbgemm
+@pytest.mark.parametrize("rows", [1, 6])
+def test_packed_weight_calls_change_nothing_but_the_overhead(rows):
+    """Inside the context torch skips probing fbgemm's packed weights for __torch_function__: same results."""
+    lin = make_linear(weights(96, 64), torch.randn(96), torch.float32, "w8a8", 32, prepack=False)
+    x = torch.randn(rows, 64, generator=torch.Generator().manual_seed(2))
+    outside = lin(x)
+    with packed_weight_calls():
+        assert torch.equal(lin(x), outside)
