@@ -25,6 +25,12 @@ from deltaserve.tools.fences import Fence, fence_line, fenced_blocks
 from deltaserve.tools.hunks import Hunk
 
 DEV_NULL = "/dev/null"
+# Files named without a dot that a model names alone on a line before their edit (a bare word is otherwise
+# prose, not a path)
+NAMES_WITHOUT_EXTENSION = frozenset({
+    "Makefile", "makefile", "GNUmakefile", "Dockerfile", "Containerfile", "Jenkinsfile", "Vagrantfile",
+    "Gemfile", "Rakefile", "Procfile", "Justfile", "justfile", "Brewfile", "Pipfile", "CODEOWNERS", "LICENSE",
+    "README", "CHANGELOG", "NOTICE", "AUTHORS", "MANIFEST"})
 # `@@ -S,L +T,M @@ rest`, numbers optional; without numbers anything may stand between the @@s (`@@ ... @@`,
 # the placeholder many models and aider's prompts write)
 _HUNK_HEADER = re.compile(
@@ -62,7 +68,7 @@ def looks_like_path(text: str) -> str | None:
     path = m.group("path").strip("*`'\":")
     if not path or path.startswith(("---", "+++", "@@", "<<<", ">>>", "===")) or len(path) > 250:
         return None
-    if "." not in path and "/" not in path:
+    if "." not in path and "/" not in path and path not in NAMES_WITHOUT_EXTENSION:
         return None
     if path.endswith((".", ",")) or path.lower() in ("e.g.", "i.e."):
         return None

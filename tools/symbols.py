@@ -176,10 +176,12 @@ def _statements(node: ast.ClassDef) -> list[ast.AST]:
 
 
 def _leaves_out_members(new: ast.ClassDef, old: ast.ClassDef) -> bool:
-    """The new class lacks some old methods, or all the old class-level statements (`__slots__ = ()` above
-    the one method a model rewrote): it edits those members, it does not replace the class."""
+    """The new class lacks some old methods, all the old class-level statements (`__slots__ = ()` above
+    the one method a model rewrote) or the old docstring: it edits those members, it does not replace the
+    class."""
     methods_left_out = Counter(m.name for m in _methods(old)) - Counter(m.name for m in _methods(new))
-    return bool(methods_left_out) or (bool(_statements(old)) and not _statements(new))
+    docstring_left_out = _is_docstring(old.body[0]) and not _is_docstring(new.body[0])
+    return bool(methods_left_out) or (bool(_statements(old)) and not _statements(new)) or docstring_left_out
 
 
 def _member_edits(new: ast.ClassDef, old: ast.ClassDef, new_lines: list[str],

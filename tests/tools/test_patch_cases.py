@@ -496,3 +496,12 @@ def test_result_says_where_each_hunk_matched(workspace):
     assert [(h.file, h.index, h.start_line) for h in result.hunks] == [("calc.py", 0, 8), ("calc.py", 1, 12)]
     assert (ws.root / "calc.py").read_text().splitlines()[8:13] == [
         "    return b - a", "", "", "def area(r):", "    return math.pi * r ** 2"]
+
+
+@pytest.mark.parametrize("name", ["Makefile", "Dockerfile", "LICENSE"])
+def test_a_file_without_extension_named_alone_before_its_edit(workspace, name):
+    """A bare word is prose, except the names files go by without a dot (replaying this project's own
+    commits: a Makefile block was read as the previous file's)."""
+    ws = workspace({name: "all: build\n", "calc.py": CALC})
+    apply_patch(ws, f"{name}\n```diff\n@@ @@\n-all: build\n+all: build test\n```\n")
+    assert (ws.root / name).read_text() == "all: build test\n"

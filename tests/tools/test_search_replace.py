@@ -230,3 +230,9 @@ def test_an_ambiguous_block_its_neighbours_cannot_place_is_refused(workspace, sn
     with pytest.raises(PatchError, match="match 2 places"):
         apply_search_replace_blocks(ws, blocks)
     assert snapshot(ws.root) == before
+
+
+def test_a_makefile_named_alone_before_its_block_is_its_file():
+    reply = ("calc.py\n```\n<<<<<<< SEARCH\nx = 1\n=======\nx = 2\n>>>>>>> REPLACE\n```\n\n"
+             "Makefile\n```\n<<<<<<< SEARCH\nall: build\n=======\nall: build test\n>>>>>>> REPLACE\n```\n")
+    assert [b.path for b in parse_search_replace_blocks(reply)] == ["calc.py", "Makefile"]

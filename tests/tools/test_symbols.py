@@ -153,3 +153,9 @@ def test_a_new_method_and_a_new_class_after_its_class_each_go_where_written():
     out = replace_symbols(MODULE, new)
     assert out.endswith("        self.items.insert(0, x)\n\n    def size(self):\n"
                         "        return len(self.items)\n\n\nclass Queue:\n    pass\n")
+
+
+def test_a_class_written_without_its_docstring_keeps_it():
+    source = 'class A:\n    """What A is."""\n\n    def f(self):\n        return 1\n'
+    out = replace_symbols(source, "class A:\n    def f(self):\n        return 2\n")
+    assert out == source.replace("return 1", "return 2")
