@@ -27,7 +27,10 @@ class EngineConfig(BaseModel):
     # "auto" on CPU: what decodes fastest there (quant.preferred_quant: int4 where bf16 is native, w8a8 on
     # AVX2); none on CUDA and for a float32 asked for (fp32 is the reference mode).
     quant: Literal["auto", "none", "int8", "int4", "w8a8"] = "auto"
-    quant_group_size: Literal[32, 64, 128, 256] = 32  # int4 inputs per scale/zero; 32 = GGUF's Q4 block
+    # int4 inputs per scale/zero. 32 = GGUF's Q4 block, so a 4-bit GGUF keeps its levels: 64 / 128 decode the
+    # 1.5B model ~12% faster on AVX-512 but cost perplexity, SmolLM2 +32% / +41%, the 1.5B +3.1% / +5.2%
+    # (32: +0.3% / +1.4%; `bench accuracy --ours int4 --group-sizes 32,64,128`, README "CPU decode").
+    quant_group_size: Literal[32, 64, 128, 256] = 32
     # The LM head's precision: "auto" = int8 with dynamic int8 activations (fbgemm) when the layers are
     # quantized, where fbgemm runs; bf16 otherwise (engine/quant.py head_quant_for). int4 is the fastest
     # and the least accurate (README, bench accuracy).

@@ -3,6 +3,7 @@ same threads: prefill tok/s of a 2,000-token prompt and decode ms/token at ~50 a
 printed side by side with the ratios (not a test: the numbers depend on the machine).
 
     deltaserve bench engine [--model smollm2-135m,qwen2.5-coder-1.5b] [--ours bf16,int8,int4] [--threads 2]
+                            [--group-sizes 32,64]
     python -m deltaserve.evals.bench.engine_vs_hf [same options]
 
 Each of our variants is loaded alone (the 1.5B model's three would not fit in memory together) and measured
@@ -73,9 +74,20 @@ def ours_prefill_decode(eng: Engine, ids: list[int]) -> tuple[float, float]:
     return len(ids) / m.ttft_s, 1000 * m.decode_s / m.decode_passes
 
 
-def load_ours(model: str, variant: str) -> Engine:
+def variant_plan(variants: list[str], group_sizes: list[int] | None) -> list[tuple[str, int | None]]:
+    """(variant, int4 group size) pairs to measure: each int4 variant once per group size, the others once
+    (None: the engine's default group size)."""
+    return [(v, g) for v in variants for g in (group_sizes if group_sizes and "int4" in v else [None])]
+
+
+def variant_name(variant: str, group_size: int | None) -> str:
+    return variant if group_size is None else f"{variant} g{group_size}"
+
+
+def load_ours(model: str, variant: str, group_size: int | None = None) -> Engine:
     blocks = -(-(LONG + DECODE_TOKENS + 8) // 16) + 4  # one 2,000-token request, nothing more
-    return Engine.from_pretrained(model, **VARIANTS[variant], enable_prefix_caching=False,
+    grouping = {} if group_size is None else {"quant_group_size": group_size}
+    return Engine.from_pretrained(model, **VARIANTS[variant], **grouping, enable_prefix_caching=False,
                                   speculative="off", max_num_batched_tokens=2048, max_num_seqs=1,
                                   num_blocks=blocks)  # plain batch-1 decode, like the others
 
@@ -108,7 +120,8 @@ def hf_wanted(model: str, mode: str) -> bool:
     return size <= HF_AUTO_MAX_BYTES
 
 
-def bench_model(model: str, variants: list[str], threads: int, repeats: int, hf_mode: str) -> None:
+def bench_model(model: str, variants: list[str], threads: int, repeats: int, hf_mode: str,
+                group_sizes: list[int] | None = None) -> None:
     torch.set_num_threads(threads)
     notes: list[str] = []
     refs: dict = {}
@@ -121,9 +134,9 @@ def bench_model(model: str, variants: list[str], threads: int, repeats: int, hf_
     if hf is not None:
         refs["HF bf16"] = lambda ids: hf_prefill_decode(hf, ids)
     samples, weights_mb = Samples(), {}
-    for variant in variants:
-        eng = load_ours(model, variant)
-        column = f"ours {variant}"
+    for variant, group_size in variant_plan(variants, group_sizes):
+        eng = load_ours(model, variant, group_size)
+        column = f"ours {variant_name(variant, group_size)}"
         decode_bytes, kept_bytes = eng.model.weight_bytes()
         weights_mb[column] = f"{decode_bytes / 2**20:,.0f} / {kept_bytes / 2**20:,.0f}"
         short, long = synthetic_prompt(eng, SHORT), synthetic_prompt(eng, LONG)
@@ -172,10 +185,11 @@ def _ratio(ours: float | None, ref: float | None, key: str) -> str:
     return f"{(ours / ref if key == 'pf' else ref / ours):.2f}x"  # tok/s: ours/ref; ms/token: ref/ours
 
 
-def bench_engine(models: list[str], variants: list[str], threads: int, repeats: int, hf_mode: str) -> None:
+def bench_engine(models: list[str], variants: list[str], threads: int, repeats: int, hf_mode: str,
+                 group_sizes: list[int] | None = None) -> None:
     for model in models:
         try:
-            bench_model(model, variants, threads, repeats, hf_mode)
+            bench_model(model, variants, threads, repeats, hf_mode, group_sizes)
         except ModelNotFoundError as exc:
             print(f"\n{model}: skipped, {exc.message}", flush=True)
 
@@ -190,6 +204,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                              "int4-bf16-head / int4-head: int4 layers, the LM head bf16 / int4; int4-fp32: "
                              "int4 with float32 activations; w8a8: int8 weights and per-row int8 "
                              "activations; default: %(default)s)")
+    parser.add_argument("--group-sizes", default=None, metavar="G,G",
+                        help="int4 group sizes for each int4 variant, comma-separated from 32, 64, 128, 256 "
+                             "(default: the engine's, EngineConfig.quant_group_size)")
     parser.add_argument("--hf", choices=["auto", "on", "off"], default="auto",
                         help="HF generate() column: auto = for checkpoints up to 1 GB (default: %(default)s)")
     parser.add_argument("--threads", type=int, default=2,
@@ -209,7 +226,8 @@ def run(args) -> int:
         print(f"unknown --ours variant(s) {', '.join(unknown)}; choose from {', '.join(VARIANTS)}",
               file=sys.stderr)
         return 2
-    bench_engine(comma_list(args.model), variants, args.threads, args.repeats, args.hf)
+    group_sizes = [int(g) for g in comma_list(args.group_sizes)] if args.group_sizes else None
+    bench_engine(comma_list(args.model), variants, args.threads, args.repeats, args.hf, group_sizes)
     return 0
 
 

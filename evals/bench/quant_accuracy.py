@@ -26,7 +26,13 @@ import torch
 
 from deltaserve.engine import Engine, SamplingParams
 from deltaserve.engine.model import Span
-from deltaserve.evals.bench.engine_vs_hf import DEFAULT_MODELS, VARIANTS, comma_list
+from deltaserve.evals.bench.engine_vs_hf import (
+    DEFAULT_MODELS,
+    VARIANTS,
+    comma_list,
+    variant_name,
+    variant_plan,
+)
 from deltaserve.evals.bench.table import table
 
 NEW_TOKENS = 64
@@ -86,8 +92,9 @@ def nll_sum(eng: Engine, ids: list[int]) -> tuple[float, int]:
     return total, count
 
 
-def load(model: str, variant: str, group_size: int) -> Engine:
-    eng = Engine.from_pretrained(model, **VARIANTS[variant], quant_group_size=group_size,
+def load(model: str, variant: str, group_size: int | None) -> Engine:
+    grouping = {} if group_size is None else {"quant_group_size": group_size}
+    eng = Engine.from_pretrained(model, **VARIANTS[variant], **grouping,
                                  enable_prefix_caching=False, speculative="off",
                                  max_model_len=PPL_CHUNK + 1024, max_num_seqs=1)
     for lin in eng.model.linears():
@@ -125,14 +132,14 @@ def compare(greedy: list[list[int]], reference: list[list[int]]) -> tuple[float,
 def run(model: str, variants: list[str], group_sizes: list[int], ppl_tokens: int, threads: int,
         base_variant: str = "bf16") -> None:
     torch.set_num_threads(threads)
-    plan = [(base_variant, 32)] + [(v, g) for v in variants for g in (group_sizes if "int4" in v else [32])]
+    plan = [(base_variant, None)] + variant_plan(variants, group_sizes)
     rows, base = [], None
     for variant, group in plan:
         eng = load(model, variant, group)
         prompts = [eng.apply_chat_template([{"role": "user", "content": p}]) for p in PROMPTS]
         text_ids = eng.tokenizer(fixed_text())["input_ids"][:ppl_tokens + 1]
         res = evaluate(eng, prompts, text_ids)
-        name = variant + (f" g{group}" if "int4" in variant else "")
+        name = variant_name(variant, group)
         if base is None:
             base = res
             rows.append([name, "-", "-", "-", res["ppl"], "-"])
