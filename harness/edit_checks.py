@@ -2,9 +2,11 @@
 edits that copy the instructions' example back (a new file under the placeholder `path/to/`), edits that
 leave a file blank (an empty code fence; deleting a file is another edit), edits that copy an excerpt's
 fold marker into the code or re-type a file shown only in part without its folded lines, edits that
-leave every file as it was (a REPLACE identical to its SEARCH, the same file re-typed), and edits that
+leave every file as it was (a REPLACE identical to its SEARCH, the same file re-typed), edits that
 break a Python file that parsed before (a syntax error fails every test, so no test run can say more
-than the parser does, and a kept candidate must never be one that broke the import). Before any of that,
+than the parser does, and a kept candidate must never be one that broke the import), and edits that
+replace a working Python function's code with a placeholder body (`pass`, `...`, `raise
+NotImplementedError`: small models stub out the methods around the one they mean to fix). Before any of that,
 a reply that copies a placeholder line of the instructions' example (`<the old line>`) is the example,
 not an edit, whatever file it names."""
 
@@ -16,6 +18,7 @@ import re
 from deltaserve.harness import feedback, formats
 from deltaserve.harness.excerpt import has_fold_marker
 from deltaserve.tools.patch import PatchResult
+from deltaserve.tools.symbols import definitions, is_docstring
 from deltaserve.tools.tests import is_test_path
 from deltaserve.tools.workspace import Workspace
 
@@ -62,7 +65,45 @@ def refusal(preview: PatchResult, workspace: Workspace, allow_test_edits: bool,
         error = new_syntax_error(path, old[path], text)
         if error is not None:
             return "syntax error", feedback.syntax_error(path, error)
+    for path, text in preview.new_contents.items():
+        stubbed = stubbed_functions(path, old[path], text)
+        if stubbed:
+            return "stubbed out", feedback.stubbed_out(path, stubbed)
     return None
+
+
+def stubbed_functions(path: str, old: str | None, new: str | None) -> list[str]:
+    """Functions and methods of a Python module whose code `new` replaces with a placeholder body (only a
+    docstring, `pass`, `...` or `raise NotImplementedError`), by qualified name. A fix never deletes a
+    function's code that way; an interface stub file (.pyi) is all placeholders and is left alone."""
+    if old is None or new is None or not path.endswith(".py"):
+        return []
+    try:
+        before, after = definitions(ast.parse(old)), definitions(ast.parse(new))
+    except (SyntaxError, ValueError):
+        return []
+    return [name for name, node in after.items()
+            if isinstance(node, _FUNCTIONS) and _placeholder_body(node)
+            and isinstance(before.get(name), _FUNCTIONS) and not _placeholder_body(before[name])]
+
+
+_FUNCTIONS = (ast.FunctionDef, ast.AsyncFunctionDef)
+
+
+def _placeholder_body(node: ast.FunctionDef | ast.AsyncFunctionDef) -> bool:
+    body = node.body[1:] if node.body and is_docstring(node.body[0]) else node.body
+    return all(_is_placeholder(statement) for statement in body)
+
+
+def _is_placeholder(node: ast.stmt) -> bool:
+    if isinstance(node, ast.Pass):
+        return True
+    if isinstance(node, ast.Expr) and isinstance(node.value, ast.Constant):
+        return node.value.value is Ellipsis
+    if isinstance(node, ast.Raise) and node.exc is not None:
+        exc = node.exc.func if isinstance(node.exc, ast.Call) else node.exc
+        return isinstance(exc, ast.Name) and exc.id == "NotImplementedError"
+    return False
 
 
 def new_syntax_error(path: str, old: str | None, new: str | None) -> SyntaxError | None:

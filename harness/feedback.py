@@ -114,6 +114,13 @@ def empty_files(files: list[str]) -> str:
             "```python, the code, and a line with ``` after it.")
 
 
+def stubbed_out(path: str, names: list[str]) -> str:
+    quoted = ", ".join(f"`{n}`" for n in names)
+    return (f"Your edits would replace the code of {quoted} in {path} with a placeholder (`pass`, `...` or "
+            "`raise NotImplementedError`), deleting what it does; nothing was changed. Write the functions "
+            "you change in full, and leave out the ones you do not change.")
+
+
 def syntax_error(path: str, error: SyntaxError) -> str:
     """Where the edited file stops parsing, with the offending line, so the next reply can fix that line."""
     where = f"line {error.lineno}" if error.lineno else "the end"

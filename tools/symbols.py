@@ -172,7 +172,7 @@ def _methods(node: ast.ClassDef) -> list[ast.AST]:
 
 def _statements(node: ast.ClassDef) -> list[ast.AST]:
     """A class's own statements (attributes, ...) besides its methods and docstring."""
-    return [c for c in node.body if not isinstance(c, _DEFINITION) and not _is_docstring(c)]
+    return [c for c in node.body if not isinstance(c, _DEFINITION) and not is_docstring(c)]
 
 
 def _leaves_out_members(new: ast.ClassDef, old: ast.ClassDef) -> bool:
@@ -180,7 +180,7 @@ def _leaves_out_members(new: ast.ClassDef, old: ast.ClassDef) -> bool:
     the one method a model rewrote) or the old docstring: it edits those members, it does not replace the
     class."""
     methods_left_out = Counter(m.name for m in _methods(old)) - Counter(m.name for m in _methods(new))
-    docstring_left_out = _is_docstring(old.body[0]) and not _is_docstring(new.body[0])
+    docstring_left_out = is_docstring(old.body[0]) and not is_docstring(new.body[0])
     return bool(methods_left_out) or (bool(_statements(old)) and not _statements(new)) or docstring_left_out
 
 
@@ -200,7 +200,7 @@ def _member_edits(new: ast.ClassDef, old: ast.ClassDef, new_lines: list[str],
         first_old = min((first_line(m) for m in _methods(old)), default=old.end_lineno + 1)
         header = "\n".join(_dedent(new_lines[new.body[0].lineno - 1 : first_new - 1])).rstrip()
         # the old docstring stays unless the new statements bring their own
-        keep_doc = _is_docstring(old.body[0]) and not _is_docstring(new.body[0])
+        keep_doc = is_docstring(old.body[0]) and not is_docstring(new.body[0])
         start = old.body[0].end_lineno if keep_doc else old.body[0].lineno - 1
         text = [member_indent + line if line else "" for line in header.split("\n")]
         edits.append((_Span(start, first_old - 1, member_indent, False), [""] * keep_doc + text + [""]))
@@ -212,7 +212,7 @@ def first_line(node: ast.AST) -> int:
     return min([node.lineno, *(d.lineno for d in getattr(node, "decorator_list", []))])
 
 
-def _is_docstring(node: ast.AST) -> bool:
+def is_docstring(node: ast.AST) -> bool:
     return isinstance(node, ast.Expr) and isinstance(node.value, ast.Constant) \
         and isinstance(node.value.value, str)
 

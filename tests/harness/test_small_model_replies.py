@@ -78,6 +78,33 @@ def test_refused_edits_write_nothing_and_say_why(project, quick_test_cmd, sample
     assert report.steps[1].outcome == "tests pass"
 
 
+def test_an_edit_that_stubs_out_working_code_writes_nothing_and_says_which(project, quick_test_cmd):
+    # a 1.5B model's symbol reply shape: the function it fixes, and a neighbour's code replaced by `pass`
+    agent, report, _ = run(project, quick_test_cmd, [reply("symbol_stubs_a_neighbour.txt"),
+                                                     reply("symbol_function.txt")],
+                           edit_format="symbol", max_steps=2)
+    assert report.steps[0].outcome == "stubbed out" and not report.steps[0].apply.ok
+    told = agent.prompts[1][-1]["content"]
+    assert "`mul` in calc.py with a placeholder" in told and "`add`" not in told
+    assert report.steps[1].outcome == "tests pass"
+    assert (project / "calc.py").read_text() == FIXED
+
+
+def test_only_working_code_replaced_by_a_placeholder_counts_as_stubbed():
+    from deltaserve.harness.edit_checks import stubbed_functions
+
+    old = ("class Box:\n    def get(self):\n        return self.v\n\n    def todo(self):\n        pass\n\n\n"
+           "def size(b):\n    return 1\n")
+    stub = old.replace("return self.v", '"""The value."""\n        ...').replace(
+        "return 1", "raise NotImplementedError('later')")
+    assert stubbed_functions("box.py", old, stub) == ["Box.get", "size"]
+    assert stubbed_functions("box.py", old, old.replace("return 1", "return 2")) == []
+    assert stubbed_functions("box.py", stub, stub) == []  # placeholders before: not the edit's doing
+    assert stubbed_functions("box.pyi", old, stub) == []  # interface stubs are all placeholders
+    assert stubbed_functions("box.py", None, stub) == []  # a new file
+    assert stubbed_functions("box.py", old, "def size(b:\n") == []  # unparseable: the syntax check's case
+
+
 def test_test_edits_apply_when_allowed(project, quick_test_cmd):
     _, report, _ = run(project, quick_test_cmd, [reply("sr_edits_the_test.txt")],
                        edit_format="search_replace", max_steps=1, allow_test_edits=True)
