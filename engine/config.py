@@ -24,8 +24,8 @@ class EngineConfig(BaseModel):
     num_threads: int | None = Field(default=None, ge=1)  # CPU intra-op threads; None keeps torch's default
     # Quantized linear layers (engine/quant.py): int4 / int8 weight-only, w8a8 int8 weights and per-row
     # int8 activations (fbgemm, x86); the KV cache keeps `dtype`.
-    # "auto" on CPU: what decodes fastest there (quant.preferred_quant: int4 where bf16 is native, w8a8 on
-    # AVX2); none on CUDA and for a float32 asked for (fp32 is the reference mode).
+    # "auto" on CPU: quant.preferred_quant (w8a8 where fbgemm runs, x86; int4 elsewhere); none on CUDA and
+    # for a float32 asked for (fp32 is the reference mode).
     quant: Literal["auto", "none", "int8", "int4", "w8a8"] = "auto"
     # int4 inputs per scale/zero. 32 = GGUF's Q4 block, so a 4-bit GGUF keeps its levels: 64 / 128 decode the
     # 1.5B model ~12% faster on AVX-512 but cost perplexity, SmolLM2 +32% / +41%, the 1.5B +3.1% / +5.2%

@@ -14,8 +14,9 @@
 
 Batch-1 decode reads every weight once per token, so it runs at memory bandwidth and the 2-4x smaller
 weights are 2-4x less to read, where the kernel keeps up. Which kernel does is the CPU's business
-(`preferred_quant`): on AVX-512 torch's int4 kernel and fbgemm's int8 took the same time for the 1.5B
-model's layers, on an AVX2-only EPYC the int4 kernel took 3x fbgemm's time (README, "CPU decode").
+(`preferred_quant`): torch's int4 kernel is compute-bound on the 2-core machines measured (3x fbgemm's
+time for the 1.5B model's layers on an AVX2-only EPYC, 1.15x on an AVX-512 Xeon), fbgemm's int8 GEMM
+runs at the memory bandwidth (README, "CPU decode").
 The weight-only kernels are slow for many rows, so they keep a dense copy of their *dequantized* weight
 and hand calls of more than `max_rows` rows to it: prefill keeps its speed and both paths compute the
 same model. fbgemm's GEMM is as fast as a float32 matmul for many rows, so a dynamic int8 linear keeps a
@@ -63,10 +64,15 @@ def default_dtype(device: torch.device) -> torch.dtype:
 
 
 def preferred_quant(device: torch.device) -> QuantMode:
-    """The quantized weights that decode fastest on this CPU: w8a8 (fbgemm's int8 GEMM) where bf16 is
-    not native (AVX2: torch's int4 kernel has no fast path there, 3x slower than fbgemm for the 1.5B
-    model's layers), else int4 (AVX-512: as fast as fbgemm's int8 with half the bytes; ARM: no fbgemm)."""
-    return "w8a8" if not fast_bf16(device) and dynamic_int8_works() else "int4"
+    """The quantized weights for the bundled 1.5B agent model on this CPU: w8a8 (fbgemm's int8 GEMM)
+    wherever fbgemm runs (x86), else int4 (ARM). On an AVX2-only EPYC torch's int4 kernel took 3x
+    fbgemm's time for the 1.5B model's layers; on an AVX-512/AMX Xeon fbgemm is at the memory bandwidth and
+    faster than the compute-bound int4 kernel (55 vs 63 ms for those layers; 78 vs 81 ms a token end to
+    end), and with int4 the model's greedy fix of the demo's bug was wrong where w8a8's and bf16's were
+    right. int4 keeps a 4-bit GGUF's own blocks, so it is the closer one for SmolLM2-135M (Q4_1: +0.3%
+    perplexity vs bf16 against w8a8's +2.0%) and 15% faster there (fbgemm's fixed cost a call on small
+    layers): `--quant int4` (README, "CPU decode")."""
+    return "w8a8" if dynamic_int8_works() else "int4"
 
 
 def resolve_quant(quant: str, device: torch.device, dtype: torch.dtype,

@@ -121,7 +121,7 @@ def test_group_size_and_fallbacks():
 
 def test_resolve_quant():
     fastest = preferred_quant(CPU)
-    assert fastest == ("w8a8" if not fast_bf16(CPU) and dynamic_int8_works() else "int4")
+    assert fastest == ("w8a8" if dynamic_int8_works() else "int4")  # x86 (fbgemm) or not
     assert resolve_quant("auto", CPU, torch.bfloat16) == fastest
     assert resolve_quant("auto", CPU, torch.float32) == "none"  # a float32 asked for stays the reference
     assert resolve_quant("auto", CPU, torch.float32, dtype_chosen=True) == fastest  # default_dtype's float32
