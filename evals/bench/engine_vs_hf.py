@@ -84,10 +84,14 @@ def variant_name(variant: str, group_size: int | None) -> str:
     return variant if group_size is None else f"{variant} g{group_size}"
 
 
+def variant_settings(variant: str, group_size: int | None) -> dict:
+    """EngineConfig settings of one planned variant (its group size, where one is given)."""
+    return {**VARIANTS[variant], **({} if group_size is None else {"quant_group_size": group_size})}
+
+
 def load_ours(model: str, variant: str, group_size: int | None = None) -> Engine:
     blocks = -(-(LONG + DECODE_TOKENS + 8) // 16) + 4  # one 2,000-token request, nothing more
-    grouping = {} if group_size is None else {"quant_group_size": group_size}
-    return Engine.from_pretrained(model, **VARIANTS[variant], **grouping, enable_prefix_caching=False,
+    return Engine.from_pretrained(model, **variant_settings(variant, group_size), enable_prefix_caching=False,
                                   speculative="off", max_num_batched_tokens=2048, max_num_seqs=1,
                                   num_blocks=blocks)  # plain batch-1 decode, like the others
 

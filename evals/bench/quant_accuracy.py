@@ -28,10 +28,10 @@ from deltaserve.engine import Engine, SamplingParams
 from deltaserve.engine.model import Span
 from deltaserve.evals.bench.engine_vs_hf import (
     DEFAULT_MODELS,
-    VARIANTS,
     comma_list,
     variant_name,
     variant_plan,
+    variant_settings,
 )
 from deltaserve.evals.bench.table import table
 
@@ -93,8 +93,7 @@ def nll_sum(eng: Engine, ids: list[int]) -> tuple[float, int]:
 
 
 def load(model: str, variant: str, group_size: int | None) -> Engine:
-    grouping = {} if group_size is None else {"quant_group_size": group_size}
-    eng = Engine.from_pretrained(model, **VARIANTS[variant], **grouping,
+    eng = Engine.from_pretrained(model, **variant_settings(variant, group_size),
                                  enable_prefix_caching=False, speculative="off",
                                  max_model_len=PPL_CHUNK + 1024, max_num_seqs=1)
     for lin in eng.model.linears():
