@@ -2,7 +2,9 @@
 edits that copy the instructions' example back (a new file under the placeholder `path/to/`), edits that
 leave a file blank (an empty code fence; deleting a file is another edit), edits that copy an excerpt's
 fold marker into the code or re-type a file shown only in part without its folded lines, edits that
-leave every file as it was (a REPLACE identical to its SEARCH, the same file re-typed), edits that
+leave every file as it was (a REPLACE identical to its SEARCH, the same file re-typed) or change only
+the layout of Python code (blank lines, spacing: the same syntax tree and comments, so every test runs
+the same code and fails the same way), edits that
 break a Python file that parsed before (a syntax error fails every test, so no test run can say more
 than the parser does, and a kept candidate must never be one that broke the import), and edits that
 replace a working Python function's code with a placeholder body (`pass`, `...`, `raise
@@ -13,7 +15,9 @@ not an edit, whatever file it names."""
 from __future__ import annotations
 
 import ast
+import io
 import re
+import tokenize
 
 from deltaserve.harness import feedback, formats
 from deltaserve.harness.excerpt import has_fold_marker
@@ -61,6 +65,8 @@ def refusal(preview: PatchResult, workspace: Workspace, allow_test_edits: bool,
         return "partial file", feedback.partial_files(folded + [p for p in shrunk if p not in folded])
     if all(text is not None and text == old[p] for p, text in preview.new_contents.items()):
         return "no-op edit", feedback.no_op_edits(list(preview.new_contents) or ["the files"])
+    if all(layout_only(p, old[p], text) for p, text in preview.new_contents.items()):
+        return "no-op edit", feedback.layout_only_edits(list(preview.new_contents))
     for path, text in preview.new_contents.items():
         error = new_syntax_error(path, old[path], text)
         if error is not None:
@@ -70,6 +76,23 @@ def refusal(preview: PatchResult, workspace: Workspace, allow_test_edits: bool,
         if stubbed:
             return "stubbed out", feedback.stubbed_out(path, stubbed)
     return None
+
+
+def layout_only(path: str, old: str | None, new: str | None) -> bool:
+    """`new` is the Python module `old` with only its layout changed (blank lines, spaces, line breaks
+    inside brackets): the same syntax tree and the same comments. Docstrings are in the tree and comments
+    are compared, so a changed docstring (a doctest) or comment (`# noqa`, `# type: ignore`) is a change."""
+    if old is None or new is None or old == new or not path.endswith((".py", ".pyi")):
+        return old == new and old is not None
+    try:
+        return (ast.dump(ast.parse(old)) == ast.dump(ast.parse(new))
+                and _comments(old) == _comments(new))
+    except (SyntaxError, ValueError, tokenize.TokenError):
+        return False
+
+
+def _comments(text: str) -> list[str]:
+    return [t.string for t in tokenize.generate_tokens(io.StringIO(text).readline) if t.type == tokenize.COMMENT]
 
 
 def stubbed_functions(path: str, old: str | None, new: str | None) -> list[str]:

@@ -75,6 +75,12 @@ def no_op_edits(files: list[str]) -> str:
             "old), so nothing was changed. Change the lines that cause the failure.")
 
 
+def layout_only_edits(files: list[str]) -> str:
+    return (f"Your edits change only blank lines or spacing in {', '.join(files)}: the code is the same, so "
+            "the tests would fail the same way; nothing was changed. Change the lines that compute the wrong "
+            "result.")
+
+
 def test_edits_refused(files: list[str]) -> str:
     return (f"Your edits change test files ({', '.join(files)}); nothing was changed. The tests describe "
             "the correct behaviour: fix the code they test instead.")

@@ -63,6 +63,8 @@ def run(project, test_cmd, replies, **settings):
 
 @pytest.mark.parametrize(("sample", "outcome", "said"), [
     ("sr_no_op.txt", "no-op edit", "exactly as they were"),
+    # a 1.5B model's reply that re-types the function with a blank line before it: the same code
+    ("sr_blank_line_only.txt", "no-op edit", "only blank lines or spacing in calc.py"),
     ("sr_edits_the_test.txt", "test edit refused", "test files (test_calc.py)"),
     # a 1.5B model's edit that breaks the file: refused with the line that no longer parses
     ("sr_syntax_error.txt", "syntax error",
@@ -103,6 +105,19 @@ def test_only_working_code_replaced_by_a_placeholder_counts_as_stubbed():
     assert stubbed_functions("box.pyi", old, stub) == []  # interface stubs are all placeholders
     assert stubbed_functions("box.py", None, stub) == []  # a new file
     assert stubbed_functions("box.py", old, "def size(b:\n") == []  # unparseable: the syntax check's case
+
+
+def test_only_layout_changes_count_as_layout_only():
+    from deltaserve.harness.edit_checks import layout_only
+
+    old = "def f(x):\n    # the sum\n    return g(x, 1)\n"
+    assert layout_only("m.py", old, "\n\ndef f(x):\n    # the sum\n    return g(\n        x, 1)\n")
+    assert not layout_only("m.py", old, old.replace("1)", "2)"))
+    assert not layout_only("m.py", old, old.replace("# the sum", "# noqa"))  # comments can be directives
+    assert not layout_only("m.py", old, old.replace("    #", '    """Doc."""\n    #'))  # a docstring is code
+    assert not layout_only("m.txt", "a\n", "a\n\n")  # other files: any change counts
+    assert not layout_only("m.py", None, old) and not layout_only("m.py", old, None)
+    assert not layout_only("m.py", old, "def f(x:\n")  # unparseable: the syntax check's case
 
 
 def test_test_edits_apply_when_allowed(project, quick_test_cmd):
