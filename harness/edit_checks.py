@@ -92,7 +92,8 @@ def layout_only(path: str, old: str | None, new: str | None) -> bool:
 
 
 def _comments(text: str) -> list[str]:
-    return [t.string for t in tokenize.generate_tokens(io.StringIO(text).readline) if t.type == tokenize.COMMENT]
+    tokens = tokenize.generate_tokens(io.StringIO(text).readline)
+    return [t.string for t in tokens if t.type == tokenize.COMMENT]
 
 
 def stubbed_functions(path: str, old: str | None, new: str | None) -> list[str]:
