@@ -1,5 +1,6 @@
-"""The tools as an MCP server (stdio): view, grep, list_files, apply_patch, apply_search_replace, write_file,
-run_tests, localize and savings over one workspace root. Start with `deltaserve mcp --root DIR`.
+"""The tools as an MCP server (stdio): view, grep, list_files, apply_patch, apply_search_replace,
+replace_definitions, write_file, run_tests, localize and savings over one workspace root. Start with
+`deltaserve mcp --root DIR`.
 
 With an EditAccounting (tools/edit_accounting.py), every edit's result also carries its decode accounting
 (the edit's tokens, the whole-file counterfactual's, the tokens saved) as a text line and as structured
@@ -106,6 +107,15 @@ def build_server(root: str | os.PathLike[str], test_command: str = tests.DEFAULT
         the file)."""
         result = patch.apply_search_replace(ws, path, search, replace, dry_run=dry_run)
         return _edit_result(result, dry_run, "\n".join((path, search, replace)), accounting)
+
+    @mcp.tool()
+    @_model_errors
+    def replace_definitions(path: str, code: str, dry_run: bool = False) -> CallToolResult:
+        """Replace whole Python functions or classes by name: `code` holds the complete new version of each
+        one you change (a method may be written alone, without its class); new ones are added beside their
+        neighbours. Nothing old is copied, and it costs a function, not the file. All or nothing."""
+        result = patch.replace_definitions(ws, path, code, dry_run=dry_run)
+        return _edit_result(result, dry_run, "\n".join((path, code)), accounting)
 
     @mcp.tool()
     @_model_errors

@@ -22,6 +22,7 @@ from deltaserve.errors import AmbiguousHunkError, NoChangesError, PatchError
 from deltaserve.tools.diff_parse import DiffParseError, FilePatch, parse_diff, strip_ab
 from deltaserve.tools.hunks import STRATEGIES, Hunk, HunkError, apply_hunks
 from deltaserve.tools.search_replace import SearchReplace, parse_search_replace_blocks, search_replace_hunk
+from deltaserve.tools.symbols import replace_symbols
 from deltaserve.tools.textfile import TextFile, atomic_write, check_encodable, split_lines, with_executable
 from deltaserve.tools.workspace import Workspace, WorkspaceError
 
@@ -486,3 +487,17 @@ def write_file(ws: Workspace, path: str, content: str, dry_run: bool = False) ->
     plan.set(rel, base.with_lines(lines, [None] * len(lines), final_newline=final))
     plan.hunks.append(HunkResult(rel, 0, "whole", 1))
     return _finish(plan, dry_run, None)
+
+
+def replace_definitions(ws: Workspace, path: str, code: str, dry_run: bool = False) -> PatchResult:
+    """Put each Python function or class in `code` (its complete new version; a method may be written
+    alone) in place of its namesake in `path`; definitions the file lacks go after their neighbours
+    (tools/symbols.py). A module that does not exist yet is created with `code`. All or nothing."""
+    rel = ws.relpath(path)
+    if not rel.endswith((".py", ".pyi")):
+        raise PatchError(f"{rel} is not a Python file: definitions are placed by name in Python modules "
+                         "only; change it with a diff or a SEARCH/REPLACE edit.", rel)
+    if ws.exists(rel):
+        return write_file(ws, rel, replace_symbols(ws.read_text(rel), code, rel), dry_run=dry_run)
+    replace_symbols("", code, rel)  # the same checks as for an existing module: valid Python, definitions
+    return write_file(ws, rel, code, dry_run=dry_run)

@@ -14,9 +14,10 @@ from mcp.client.stdio import StdioServerParameters
 from deltaserve.tools import sandbox
 from deltaserve.tools.sandbox import bwrap_problem
 
-EXPECTED_TOOLS = {"view", "list_files", "grep", "apply_patch", "apply_search_replace", "write_file",
-                  "run_tests", "localize", "savings"}
+EXPECTED_TOOLS = {"view", "list_files", "grep", "apply_patch", "apply_search_replace", "replace_definitions",
+                  "write_file", "run_tests", "localize", "savings"}
 FIX_ADD = "--- a/calc.py\n+++ b/calc.py\n@@ @@\n def add(a, b):\n-    return a - b\n+    return a + b\n"
+WITH_SUB = "def add(a, b):\n    return a + b\n\n\ndef sub(a, b):\n    return a - b\n"
 BREAK_MUL = "--- a/calc.py\n+++ b/calc.py\n@@ @@\n def mul(a, b):\n-    return a * b\n+    return 0\n"
 
 
@@ -83,6 +84,9 @@ def test_every_tool_over_stdio(workspace):
             out["tests_after"] = await client.call_tool("run_tests", {})
             out["sr"] = await client.call_tool("apply_search_replace", {
                 "path": "calc.py", "search": "    return a + b\n", "replace": "    return b + a\n"})
+            out["defs"] = await client.call_tool("replace_definitions", {"path": "calc.py", "code": WITH_SUB})
+            out["bad_defs"] = await client.call_tool("replace_definitions",
+                                                     {"path": "calc.py", "code": "x = ("})
             out["write"] = await client.call_tool("write_file",
                                                   {"path": "notes/todo.txt", "content": "ship it"})
             out["bad_patch"] = await client.call_tool("apply_patch", {"diff": BREAK_MUL})
@@ -100,8 +104,9 @@ def test_every_tool_over_stdio(workspace):
     assert "calc.py: updated (1 hunks: exact@1)" in _text(out["patch"])
     assert "1 passed, 0 failed" in _text(out["tests_after"]) and not out["tests_after"].is_error
     assert f"sandbox: {'none' if bwrap_problem() else 'bwrap'}" in _text(out["tests_after"])  # auto's pick
-    assert not out["sr"].is_error
-    assert (ws.root / "calc.py").read_text() == "def add(a, b):\n    return b + a\n"
+    assert not out["sr"].is_error and not out["defs"].is_error
+    assert (ws.root / "calc.py").read_text() == WITH_SUB
+    assert out["bad_defs"].is_error and "not valid Python" in _text(out["bad_defs"])
     assert (ws.root / "notes" / "todo.txt").read_text() == "ship it\n"
     assert out["bad_patch"].is_error
     bad_patch = _text(out["bad_patch"])

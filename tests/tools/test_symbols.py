@@ -159,3 +159,22 @@ def test_a_class_written_without_its_docstring_keeps_it():
     source = 'class A:\n    """What A is."""\n\n    def f(self):\n        return 1\n'
     out = replace_symbols(source, "class A:\n    def f(self):\n        return 2\n")
     assert out == source.replace("return 1", "return 2")
+
+
+def test_replace_definitions_edits_a_file_all_or_nothing(workspace):
+    from deltaserve.tools.patch import replace_definitions
+
+    ws = workspace({"shapes.py": MODULE.replace("\n", "\r\n"), "notes.txt": "area\n"})
+    dry = replace_definitions(ws, "shapes.py", "def push(self, x):\n    self.items.append(x)\n", dry_run=True)
+    assert dry.files_changed == ["shapes.py"] and (ws.root / "shapes.py").read_bytes().count(b"insert(0") == 1
+    replace_definitions(ws, "shapes.py", "def push(self, x):\n    self.items.append(x)\n")
+    after = (ws.root / "shapes.py").read_bytes()
+    assert b"        self.items.append(x)\r\n" in after and b"insert(0" not in after  # its newlines kept
+    replace_definitions(ws, "pkg/new.py", "def f():\n    return 1\n")
+    assert (ws.root / "pkg" / "new.py").read_text() == "def f():\n    return 1\n"
+    for path, code, said in [("notes.txt", "def f(): pass\n", "not a Python file"),
+                             ("shapes.py", "def area(r:\n", "not valid Python"),
+                             ("other.py", "X = 1\n", "defines no function or class")]:
+        with pytest.raises(PatchError, match=said):
+            replace_definitions(ws, path, code)
+    assert (ws.root / "shapes.py").read_bytes() == after and not (ws.root / "other.py").exists()
