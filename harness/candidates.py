@@ -13,7 +13,7 @@ from typing import NamedTuple
 
 from pydantic import BaseModel
 
-from deltaserve.errors import ToolError
+from deltaserve.errors import NoChangesError, ToolError
 from deltaserve.harness.edit_checks import copied_placeholders, refusal
 from deltaserve.harness.path_repair import repair_paths
 from deltaserve.harness.tried_code import CodeState, code_state
@@ -85,6 +85,8 @@ def try_reply(fmt, text: str, root: Path, test_cmd: str, timeout: float, allow_t
             if state in tried:
                 return Trial("repeated edit")
             fmt.apply(edits, scratch)
+        except NoChangesError:  # REPLACE identical to SEARCH: the agent's outcome for it too
+            return Trial("no-op edit")
         except ToolError:
             return Trial("apply failed")
         result = run_tests(scratch, test_cmd, timeout=timeout, sandbox=sandbox)

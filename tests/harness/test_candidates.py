@@ -96,3 +96,14 @@ def test_a_round_of_repeated_candidates_is_sampled_again_hotter(project, quick_t
     greedy, sampled, again = calls[2:]  # round 1: the greedy reply and one sample; round 2: two samples
     assert "n" not in greedy and sampled["n"] == 1 and again["n"] == 2
     assert again["temperature"] > sampled["temperature"] > 0 and again["seed"] != sampled["seed"]
+
+
+def test_a_search_replace_candidate_changing_nothing_is_a_no_op_as_in_the_agent(project, quick_test_cmd):
+    from pathlib import Path
+
+    from deltaserve.harness import formats
+    from deltaserve.harness.candidates import try_reply
+
+    same = (Path(__file__).parent / "replies" / "sr_no_op.txt").read_text()  # REPLACE == SEARCH
+    trial = try_reply(formats.get("search_replace"), same, project, quick_test_cmd, 60, False, "none")
+    assert trial.outcome == "no-op edit"
