@@ -6,6 +6,11 @@ then SIGKILL after a short grace; the group is also killed after a normal exit, 
 are kept, so a test printing gigabytes costs constant memory and the model sees both ends; past
 `max_output_bytes` the group is killed, so it costs no more time either. The command runs in a sandbox
 (sandbox.py: bubblewrap by default when it works here) and the result says which one.
+
+The workspace's own code comes first on PYTHONPATH (its root, and `src/` or `lib/` where they hold a
+package): a project installed in editable mode maps its imports to where it was installed from, so in a
+copy of it (`fix --copy`, each candidate's scratch copy, an eval's task copy) the tests would otherwise
+import the original code and never see an edit.
 """
 
 from __future__ import annotations
@@ -27,6 +32,7 @@ HEAD_BYTES = 8_000
 TAIL_BYTES = 16_000
 KILL_GRACE_S = 2.0
 MAX_OUTPUT_BYTES = 64 << 20
+SOURCE_DIRS = ("src", "lib")  # the usual homes of a project's packages besides its root
 
 _SUMMARY_LINE = re.compile(r"^=*\s*(?P<body>(?:\d+ \w+(?:, )?)+)(?: in [\d.]+s.*)?\s*=*\s*$")
 _COUNT = re.compile(r"(\d+) (passed|failed|errors?|skipped|xfailed|xpassed|deselected|warnings?)")
@@ -34,6 +40,22 @@ _FAILED_ID = re.compile(r"^(?:FAILED|ERROR) (\S+)")
 # test_x.py, x_test.py, conftest.py, x.test.js, x_spec.rb, or anything under a tests/ (test/, spec/) folder
 _TEST_NAME = re.compile(r"^(test_.*|.*_test\.\w+|conftest\.py|.*\.(test|spec)\.\w+|.*_spec\.\w+)$")
 _TEST_DIRS = {"test", "tests", "testing", "spec", "specs", "__tests__"}
+
+
+def import_roots(ws: Workspace) -> list[str]:
+    """The workspace's folders that imports of its own packages resolve from: its root, and each of
+    SOURCE_DIRS that holds a package (a folder with an __init__.py)."""
+    roots = [ws.root]
+    for name in SOURCE_DIRS:
+        folder = ws.root / name
+        if folder.is_dir() and any((child / "__init__.py").is_file() for child in folder.iterdir()):
+            roots.append(folder)
+    return [str(root) for root in roots]
+
+
+def _python_path(ws: Workspace, env: dict[str, str] | None) -> str:
+    given = (env or {}).get("PYTHONPATH", os.environ.get("PYTHONPATH", ""))
+    return os.pathsep.join([*import_roots(ws), *filter(None, given.split(os.pathsep))])
 
 
 def is_test_path(path: str) -> bool:
@@ -216,10 +238,12 @@ def run_tests(
 ) -> TestResult:
     """Run `command` in the workspace root (a string goes through /bin/sh, a list is exec'd directly) inside
     `sandbox` (a Sandbox or its name: auto, bwrap, none). `python` on PATH is this interpreter's environment,
-    so `python -m pytest` finds pytest; `env` is added to what the sandbox lets through."""
+    so `python -m pytest` finds pytest; `env` is added to what the sandbox lets through, and PYTHONPATH
+    starts with the workspace's import roots (module docstring)."""
     box = choose(sandbox) if isinstance(sandbox, str) else sandbox
     extra = {"PATH": os.path.dirname(sys.executable) + os.pathsep + os.environ.get("PATH", ""),
-             "PYTHONDONTWRITEBYTECODE": os.environ.get("PYTHONDONTWRITEBYTECODE", "1"), **(env or {})}
+             "PYTHONDONTWRITEBYTECODE": os.environ.get("PYTHONDONTWRITEBYTECODE", "1"), **(env or {}),
+             "PYTHONPATH": _python_path(ws, env)}
     argv = ["/bin/sh", "-c", command] if isinstance(command, str) else list(command)
     shown = command if isinstance(command, str) else " ".join(command)
     start = time.monotonic()

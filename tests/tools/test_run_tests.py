@@ -7,12 +7,17 @@ directories, and test_sandbox.py covers the rest of it."""
 from __future__ import annotations
 
 import os
+import shutil
+import site
+import subprocess
+import sys
 import textwrap
 
 import pytest
 
 from deltaserve.tools.sandbox import INSTALL_HINT, bwrap_problem
-from deltaserve.tools.tests import is_test_path, parse_pytest_output, run_tests
+from deltaserve.tools.tests import import_roots, is_test_path, parse_pytest_output, run_tests
+from deltaserve.tools.workspace import Workspace
 
 needs_bwrap = pytest.mark.skipif(bwrap_problem() is not None, reason=f"{bwrap_problem()}; {INSTALL_HINT}")
 NO_PLUGINS = {
@@ -181,3 +186,33 @@ def test_env_and_cwd(workspace):
 ])
 def test_is_test_path(path, is_test):
     assert is_test_path(path) is is_test
+
+
+@pytest.mark.parametrize("box", ["none", pytest.param("bwrap", marks=needs_bwrap)])
+def test_a_copy_of_an_editable_install_tests_its_own_code(tmp_path, box):
+    """A src-layout project installed in editable mode (the old-style .pth line that points at its src/,
+    in the project's own .venv) imports its original code from anywhere; a fixed copy must test the fix
+    (inside bwrap the original, under the private /tmp, is not even there to import)."""
+    original = tmp_path / "proj"
+    (original / "src" / "mypkg").mkdir(parents=True)
+    (original / "src" / "mypkg" / "__init__.py").write_text("def add(a, b):\n    return a - b\n")
+    (original / "tests").mkdir()
+    (original / "tests" / "test_add.py").write_text("from mypkg import add\n\n\ndef test_add():\n"
+                                                    "    assert add(1, 2) == 3\n")
+    venv = original / ".venv"
+    subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(venv)], check=True)
+    (site_dir,) = (venv / "lib").glob("python*/site-packages")
+    ours = [p for p in site.getsitepackages() if os.path.isdir(os.path.join(p, "pytest"))]
+    (site_dir / "editable_mypkg.pth").write_text("\n".join([*ours, str(original / "src")]) + "\n")
+    copy = tmp_path / "copy"
+    shutil.copytree(original, copy, symlinks=True)
+    (copy / "src" / "mypkg" / "__init__.py").write_text("def add(a, b):\n    return a + b\n")
+    command = ".venv/bin/python -m pytest -q -p no:cacheprovider tests"
+    assert run_tests(Workspace(original), command, timeout=60, env=NO_PLUGINS, sandbox=box).failed == 1
+    fixed = run_tests(Workspace(copy), command, timeout=60, env=NO_PLUGINS, sandbox=box)
+    assert fixed.ok and fixed.passed == 1, fixed.output
+
+
+def test_import_roots_are_the_root_and_source_folders_holding_packages(workspace):
+    ws = workspace({"src/pkg/__init__.py": "", "lib/notes.txt": "", "app.py": ""})
+    assert import_roots(ws) == [str(ws.root), str(ws.root / "src")]
