@@ -4,6 +4,7 @@ copy; remember every file's original text before the first edit so the run can s
 from __future__ import annotations
 
 import difflib
+import os
 import shutil
 import subprocess
 import tempfile
@@ -12,8 +13,10 @@ from pathlib import Path
 from deltaserve.errors import DirtyWorkspaceError
 from deltaserve.tools.textfile import atomic_write
 
-_COPY_IGNORE = shutil.ignore_patterns(".venv", "venv", "__pycache__", ".pytest_cache", "node_modules",
-                                      ".mypy_cache")
+_CACHES = frozenset({"__pycache__", ".pytest_cache", ".mypy_cache", ".ruff_cache"})  # left out of a copy
+# installed environments: linked from a copy, not copied (big, and a test command may name them:
+# `.venv/bin/python -m pytest` must still run in the copy)
+_ENVIRONMENTS = frozenset({".venv", "venv", "node_modules"})
 
 
 def uncommitted_changes(root: Path) -> list[str] | None:
@@ -41,9 +44,20 @@ def check_clean(root: Path) -> None:
 
 
 def make_copy(root: Path) -> Path:
-    """A temporary copy of the workspace (virtualenvs and caches left out)."""
-    target = Path(tempfile.mkdtemp(prefix="deltaserve-fix-")) / Path(root).resolve().name
-    shutil.copytree(root, target, symlinks=True, ignore=_COPY_IGNORE)
+    """A temporary copy of the workspace: caches left out, installed environments (a virtualenv,
+    node_modules) linked to the original's rather than copied."""
+    source = Path(root).resolve()
+    target = Path(tempfile.mkdtemp(prefix="deltaserve-fix-")) / source.name
+    environments: list[Path] = []
+
+    def ignored(folder: str, names: list[str]) -> set[str]:
+        here = [name for name in names if name in _ENVIRONMENTS and os.path.isdir(os.path.join(folder, name))]
+        environments.extend(Path(folder, name) for name in here)
+        return {name for name in names if name in _CACHES} | set(here)
+
+    shutil.copytree(source, target, symlinks=True, ignore=ignored)
+    for env in environments:
+        (target / env.relative_to(source)).symlink_to(env, target_is_directory=True)
     return target
 
 

@@ -42,10 +42,16 @@ def test_not_a_git_repo_is_not_checked(tmp_path):
 
 
 def test_copy_leaves_the_original_alone(repo):
-    (repo / ".venv").mkdir()
-    (repo / ".venv" / "big").write_text("skip me")
+    (repo / ".venv" / "bin").mkdir(parents=True)
+    (repo / ".venv" / "bin" / "python").write_text("the project's interpreter")
+    (repo / "web" / "node_modules").mkdir(parents=True)
+    (repo / "__pycache__").mkdir()
+    (repo / "__pycache__" / "a.pyc").write_text("stale")
     copy = make_copy(repo)
-    assert (copy / "a.py").read_text() == "x = 1\n" and not (copy / ".venv").exists()
+    assert (copy / "a.py").read_text() == "x = 1\n" and not (copy / "__pycache__").exists()
+    # installed environments are linked, so a test command naming `.venv/bin/python` still runs in the copy
+    assert (copy / ".venv").is_symlink() and (copy / ".venv" / "bin" / "python").read_text().startswith("the")
+    assert (copy / "web" / "node_modules").resolve() == (repo / "web" / "node_modules").resolve()
     (copy / "a.py").write_text("changed\n")
     assert (repo / "a.py").read_text() == "x = 1\n"
 
