@@ -12,6 +12,7 @@ from pathlib import Path
 from deltaserve.harness import excerpt, python_refs
 from deltaserve.harness.prompt import render_file
 from deltaserve.tools.files import LineSearch
+from deltaserve.tools.test_output import failing_test_names
 from deltaserve.tools.tests import is_test_path
 
 MAX_FILES = 6
@@ -36,8 +37,6 @@ _TRACE_LINE = re.compile(r'File "([^"]+)", line (\d+)|(?:^|\s)([\w./\\-]+\.\w+):
 # a source line pytest shows with `>` (the failing line), and the calls in it
 _FAILING_LINE = re.compile(r"^>\s+(.*)$", re.MULTILINE)
 _CALL = re.compile(r"\b([A-Za-z_]\w*)\(")
-# `tests/t.py::test_x`, `tests/t.py::TestX::test_y`, `tests/t.py::test_x[param]`
-_TEST_ID = re.compile(r"::(\w+)(?:::(\w+))?")
 
 
 @dataclass(frozen=True)
@@ -80,11 +79,6 @@ def lines_in_traceback(workspace, text: str) -> dict[str, set[int]]:
         if path:
             found.setdefault(path, set()).add(int(m.group(2) or m.group(4)))
     return found
-
-
-def failing_test_names(test_output: str) -> list[str]:
-    """The test functions (and their classes) the output names by node id."""
-    return list(dict.fromkeys(n for m in _TEST_ID.finditer(test_output) for n in m.groups() if n))
 
 
 def symbols(task: str, test_output: str) -> list[str]:

@@ -1,4 +1,4 @@
-"""Run a workspace's test command: own process group, hard timeout, capped output, pytest summary parsed.
+"""Run a workspace's test command: own process group, hard timeout, capped output, counts parsed.
 
 The command runs in a new session (so in its own process group). On timeout the whole group gets SIGTERM,
 then SIGKILL after a short grace; the group is also killed after a normal exit, so stray children
@@ -25,6 +25,7 @@ import time
 from dataclasses import dataclass, field
 
 from deltaserve.tools.sandbox import Sandbox, choose
+from deltaserve.tools.test_output import parse_test_output
 from deltaserve.tools.workspace import Workspace
 
 DEFAULT_COMMAND = "python -m pytest -q"
@@ -34,9 +35,6 @@ KILL_GRACE_S = 2.0
 MAX_OUTPUT_BYTES = 64 << 20
 SOURCE_DIRS = ("src", "lib")  # the usual homes of a project's packages besides its root
 
-_SUMMARY_LINE = re.compile(r"^=*\s*(?P<body>(?:\d+ \w+(?:, )?)+)(?: in [\d.]+s.*)?\s*=*\s*$")
-_COUNT = re.compile(r"(\d+) (passed|failed|errors?|skipped|xfailed|xpassed|deselected|warnings?)")
-_FAILED_ID = re.compile(r"^(?:FAILED|ERROR) (\S+)")
 # test_x.py, x_test.py, conftest.py, x.test.js, x_spec.rb, or anything under a tests/ (test/, spec/) folder
 _TEST_NAME = re.compile(r"^(test_.*|.*_test\.\w+|conftest\.py|.*\.(test|spec)\.\w+|.*_spec\.\w+)$")
 _TEST_DIRS = {"test", "tests", "testing", "spec", "specs", "__tests__"}
@@ -204,28 +202,6 @@ def _kill_group(pgid: int, proc: subprocess.Popen, grace: float) -> None:
         time.sleep(0.01)
 
 
-def parse_pytest_output(output: str) -> tuple[int, int, int, list[str]]:
-    """(passed, failed, errors, failing test ids) from pytest's final summary and its FAILED/ERROR lines."""
-    passed = failed = errors = 0
-    for line in reversed(output.splitlines()):
-        line = line.strip()
-        if _SUMMARY_LINE.match(line) and _COUNT.search(line):
-            for n, word in _COUNT.findall(line):
-                if word == "passed":
-                    passed = int(n)
-                elif word == "failed":
-                    failed = int(n)
-                elif word.startswith("error"):
-                    errors = int(n)
-            break
-    ids = []
-    for line in output.splitlines():
-        m = _FAILED_ID.match(line)
-        if m and m.group(1) not in ids:
-            ids.append(m.group(1))
-    return passed, failed, errors, ids
-
-
 def run_tests(
     ws: Workspace,
     command: str | list[str] = DEFAULT_COMMAND,
@@ -273,7 +249,7 @@ def run_tests(
         box.finish(ws.root)
     duration = time.monotonic() - start
     output, truncated = reader.text()
-    passed, failed, errors, ids = parse_pytest_output(output)
+    passed, failed, errors, ids = parse_test_output(output)
     return TestResult(
         exit_code=proc.returncode, passed=passed, failed=failed, errors=errors, failing_tests=ids,
         duration_s=duration, output=output, timed_out=timed_out, output_truncated=truncated, command=shown,

@@ -210,3 +210,17 @@ def test_only_a_python_file_that_parsed_before_must_parse_after():
     assert new_syntax_error("calc.py", broken, broken + "x = (\n") is None
     assert new_syntax_error("calc.js", BUGGY, broken) is None  # no Python parser for other languages
     assert new_syntax_error("calc.py", BUGGY, None) is None  # a deletion
+
+
+def test_a_unittest_project_is_counted_and_its_failing_test_shown(project):
+    """`python -m unittest` (Django's runner prints the same): counts and the failing test from its
+    headers, so the prompt names it, its code is in the context, and a worse edit is told apart."""
+    (project / "test_calc.py").write_text(
+        "import unittest\n\nfrom calc import add, mul\n\n\nclass CalcTests(unittest.TestCase):\n"
+        "    def test_add(self):\n        self.assertEqual(add(1, 2), 3)\n\n"
+        "    def test_mul(self):\n        self.assertEqual(mul(2, 3), 6)\n")
+    agent, report, _ = run(project, "python -m unittest", [reply("sr_bare_markers.txt")],
+                           edit_format="search_replace", max_steps=1, localize=False)
+    first = agent.prompts[0][-1]["content"]
+    assert "test_calc.CalcTests.test_add" in first and "def test_add(self):" in first
+    assert (report.steps[0].tests.passed, report.steps[0].outcome) == (2, "tests pass")

@@ -16,7 +16,8 @@ import textwrap
 import pytest
 
 from deltaserve.tools.sandbox import INSTALL_HINT, bwrap_problem
-from deltaserve.tools.tests import import_roots, is_test_path, parse_pytest_output, run_tests
+from deltaserve.tools.test_output import failing_test_names, parse_pytest_output, parse_unittest_output
+from deltaserve.tools.tests import import_roots, is_test_path, run_tests
 from deltaserve.tools.workspace import Workspace
 
 needs_bwrap = pytest.mark.skipif(bwrap_problem() is not None, reason=f"{bwrap_problem()}; {INSTALL_HINT}")
@@ -170,6 +171,57 @@ def test_missing_command(workspace):
 ])
 def test_parse_summary(text, expected):
     assert parse_pytest_output("some output\n" + text + "\n")[:3] == expected
+
+
+UNITTEST_MODULE = textwrap.dedent("""
+    import unittest
+
+
+    class CalcTests(unittest.TestCase):
+        def test_ok(self):
+            self.assertEqual(1 + 1, 2)
+
+        def test_wrong(self):
+            self.assertEqual(1 + 1, 3)
+
+        def test_broken(self):
+            raise KeyError("x")
+
+        @unittest.skip("later")
+        def test_skipped(self):
+            pass
+
+        @unittest.expectedFailure
+        def test_known_bug(self):
+            self.assertEqual(1, 2)
+""")
+
+
+def test_unittest_runs_are_counted(workspace):
+    ws = workspace({"tests/__init__.py": "", "tests/test_calc.py": UNITTEST_MODULE})
+    res = run_tests(ws, "python -m unittest", timeout=60, sandbox="none")
+    assert not res.ok and (res.passed, res.failed, res.errors) == (1, 1, 1)
+    assert sorted(res.failing_tests) == ["tests.test_calc.CalcTests.test_broken",
+                                         "tests.test_calc.CalcTests.test_wrong"]
+
+
+@pytest.mark.parametrize("text,expected", [
+    # Python before 3.11 names the class only; Django's runner prints the same headers
+    ("FAIL: test_add (app.tests.CalcTests)\n---\nRan 4 tests in 0.01s\n\nFAILED (failures=1, skipped=2)",
+     (1, 1, 0, ["app.tests.CalcTests.test_add"])),
+    ("Ran 3 tests in 0.000s\n\nOK (expected failures=1)", (2, 0, 0, [])),
+    ("UNEXPECTED SUCCESS: test_x (m.T.test_x)\nRan 2 tests in 0.1s\n\nFAILED (unexpected successes=1)",
+     (1, 1, 0, ["m.T.test_x"])),
+    ("Ran 0 tests in 0.000s\n\nNO TESTS RAN", (0, 0, 0, [])),
+])
+def test_parse_unittest_summary(text, expected):
+    assert parse_unittest_output("output\n" + text + "\n") == expected
+
+
+def test_failing_test_names_from_pytest_ids_and_unittest_headers():
+    out = ("FAILED tests/t.py::TestX::test_y - assert 1\nFAIL: test_add (app.tests.CalcTests.test_add)\n"
+           "ERROR: test_old (app.tests.OldTests)\n")
+    assert failing_test_names(out) == ["TestX", "test_y", "test_add", "CalcTests", "test_old", "OldTests"]
 
 
 def test_env_and_cwd(workspace):

@@ -1,0 +1,82 @@
+"""Counts and failing test ids read from a test run's output: pytest's final summary and FAILED/ERROR lines,
+else unittest's (`python -m unittest`, Django's runtests.py, nose2): "Ran N tests", "FAILED (failures=2,
+errors=1)" and its "FAIL: test_x (module.Class.test_x)" headers. Anything else counts nothing; the caller
+goes by the exit code then."""
+
+from __future__ import annotations
+
+import re
+
+_SUMMARY_LINE = re.compile(r"^=*\s*(?P<body>(?:\d+ \w+(?:, )?)+)(?: in [\d.]+s.*)?\s*=*\s*$")
+_COUNT = re.compile(r"(\d+) (passed|failed|errors?|skipped|xfailed|xpassed|deselected|warnings?)")
+_FAILED_ID = re.compile(r"^(?:FAILED|ERROR) ([^\s(]\S*)")  # not unittest's verdict "FAILED (failures=1)"
+
+_RAN = re.compile(r"^Ran (\d+) tests? in ", re.MULTILINE)
+_VERDICT = re.compile(r"^(?:OK|FAILED)(?: \((?P<counts>[^)]*)\))?\s*$", re.MULTILINE)
+_VERDICT_COUNT = re.compile(r"(failures|errors|skipped|expected failures|unexpected successes)=(\d+)")
+# "FAIL: test_add (tests.test_calc.CalcTests.test_add)" (Python 3.11+) or "... (tests.test_calc.CalcTests)"
+_UNITTEST_HEADER = re.compile(r"^(?:FAIL|ERROR|UNEXPECTED SUCCESS): (\w+) \(([\w.]+)\)", re.MULTILINE)
+
+# `tests/t.py::test_x`, `tests/t.py::TestX::test_y`, `tests/t.py::test_x[param]`
+_NODE_ID_NAMES = re.compile(r"::(\w+)(?:::(\w+))?")
+
+Counts = tuple[int, int, int, list[str]]  # passed, failed, errors, failing test ids
+
+
+def failing_test_names(output: str) -> list[str]:
+    """The test functions (and their classes) the output names: pytest node ids, unittest's headers."""
+    names = [n for m in _NODE_ID_NAMES.finditer(output) for n in m.groups() if n]
+    for name, where in _UNITTEST_HEADER.findall(output):
+        parts = where.split(".")
+        names += [name, parts[-2] if parts[-1] == name and len(parts) > 1 else parts[-1]]
+    return list(dict.fromkeys(names))
+
+
+def parse_test_output(output: str) -> Counts:
+    """pytest's counts where its summary is there, else unittest's, else zeros."""
+    counts = parse_pytest_output(output)
+    if any(counts[:3]) or counts[3]:
+        return counts
+    return parse_unittest_output(output)
+
+
+def parse_pytest_output(output: str) -> Counts:
+    """(passed, failed, errors, failing test ids) from pytest's final summary and its FAILED/ERROR lines."""
+    passed = failed = errors = 0
+    for line in reversed(output.splitlines()):
+        line = line.strip()
+        if _SUMMARY_LINE.match(line) and _COUNT.search(line):
+            for n, word in _COUNT.findall(line):
+                if word == "passed":
+                    passed = int(n)
+                elif word == "failed":
+                    failed = int(n)
+                elif word.startswith("error"):
+                    errors = int(n)
+            break
+    ids = []
+    for line in output.splitlines():
+        m = _FAILED_ID.match(line)
+        if m and m.group(1) not in ids:
+            ids.append(m.group(1))
+    return passed, failed, errors, ids
+
+
+def parse_unittest_output(output: str) -> Counts:
+    """(passed, failed, errors, failing test ids as module.Class.test) from unittest's last "Ran N tests"
+    and the verdict after it; an unexpected success fails the run (Python 3.11+), so it counts as failed."""
+    ran = _RAN.findall(output)
+    verdicts = list(_VERDICT.finditer(output))
+    if not ran or not verdicts:
+        return 0, 0, 0, []
+    counts = dict.fromkeys(("failures", "errors", "skipped", "expected failures", "unexpected successes"), 0)
+    for word, n in _VERDICT_COUNT.findall(verdicts[-1].group("counts") or ""):
+        counts[word] = int(n)
+    failed = counts["failures"] + counts["unexpected successes"]
+    passed = int(ran[-1]) - failed - counts["errors"] - counts["skipped"] - counts["expected failures"]
+    ids = []
+    for name, where in _UNITTEST_HEADER.findall(output):
+        test_id = where if where.endswith("." + name) else f"{where}.{name}"
+        if test_id not in ids:
+            ids.append(test_id)
+    return max(passed, 0), failed, counts["errors"], ids
