@@ -1,7 +1,11 @@
-"""Counts and failing test ids read from a test run's output: pytest's final summary and FAILED/ERROR lines,
-else unittest's (`python -m unittest`, Django's runtests.py, nose2): "Ran N tests", "FAILED (failures=2,
-errors=1)" and its "FAIL: test_x (module.Class.test_x)" headers. Anything else counts nothing; the caller
-goes by the exit code then."""
+"""Counts and failing test ids read from a test run's output, for the runners whose output says them:
+- pytest: the final summary and the FAILED/ERROR lines (node ids);
+- unittest (`python -m unittest`, Django's runtests.py, nose2): "Ran N tests", "FAILED (failures=2,
+  errors=1)" and the "FAIL: test_x (module.Class.test_x)" headers;
+- cargo test: every binary's "test result: ... N passed; M failed" summed, the "test x ... FAILED" lines;
+- go test: "--- FAIL: TestX" / "--- PASS: TestX" lines (passes are printed with -v only);
+- jest / vitest: "Tests: 1 failed, 2 passed, 3 total" / "Tests  1 failed | 2 passed (3)".
+Anything else counts nothing; the caller goes by the exit code then."""
 
 from __future__ import annotations
 
@@ -33,11 +37,13 @@ def failing_test_names(output: str) -> list[str]:
 
 
 def parse_test_output(output: str) -> Counts:
-    """pytest's counts where its summary is there, else unittest's, else zeros."""
-    counts = parse_pytest_output(output)
-    if any(counts[:3]) or counts[3]:
-        return counts
-    return parse_unittest_output(output)
+    """The counts of the first runner whose summary the output holds (module docstring), else zeros."""
+    for parse in (parse_pytest_output, parse_unittest_output, parse_cargo_output, parse_go_output,
+                  parse_jest_output):
+        counts = parse(output)
+        if any(counts[:3]) or counts[3]:
+            return counts
+    return 0, 0, 0, []
 
 
 def parse_pytest_output(output: str) -> Counts:
@@ -80,3 +86,36 @@ def parse_unittest_output(output: str) -> Counts:
         if test_id not in ids:
             ids.append(test_id)
     return max(passed, 0), failed, counts["errors"], ids
+
+
+_CARGO_RESULT = re.compile(r"^test result: \w+\. (\d+) passed; (\d+) failed;", re.MULTILINE)
+_CARGO_FAILED = re.compile(r"^test (\S+) \.\.\. FAILED$", re.MULTILINE)
+
+
+def parse_cargo_output(output: str) -> Counts:
+    """cargo test: one "test result:" line per test binary (unit, integration, doc tests), summed."""
+    results = [(int(p), int(f)) for p, f in _CARGO_RESULT.findall(output)]
+    ids = list(dict.fromkeys(_CARGO_FAILED.findall(output)))
+    return sum(p for p, _ in results), sum(f for _, f in results), 0, ids
+
+
+_GO_RESULT = re.compile(r"^\s*--- (FAIL|PASS): (\S+)", re.MULTILINE)
+
+
+def parse_go_output(output: str) -> Counts:
+    """go test: top-level tests and subtests (TestX/case) alike, each name counted once."""
+    outcome = {name: verdict for verdict, name in _GO_RESULT.findall(output)}  # a rerun's verdict last
+    failed = [name for name, verdict in outcome.items() if verdict == "FAIL"]
+    return len(outcome) - len(failed), len(failed), 0, failed
+
+
+_JEST_TESTS = re.compile(r"^\s*Tests:?\s+(.*?(?:total|\(\d+\)))\s*$", re.MULTILINE)
+
+
+def parse_jest_output(output: str) -> Counts:
+    """jest's "Tests:" line or vitest's "Tests" line (the last one: watch mode prints several)."""
+    found = _JEST_TESTS.findall(output)
+    if not found:
+        return 0, 0, 0, []
+    counts = {word: int(n) for n, word in re.findall(r"(\d+) (passed|failed)", found[-1])}
+    return counts.get("passed", 0), counts.get("failed", 0), 0, []

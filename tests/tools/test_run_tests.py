@@ -16,7 +16,12 @@ import textwrap
 import pytest
 
 from deltaserve.tools.sandbox import INSTALL_HINT, bwrap_problem
-from deltaserve.tools.test_output import failing_test_names, parse_pytest_output, parse_unittest_output
+from deltaserve.tools.test_output import (
+    failing_test_names,
+    parse_pytest_output,
+    parse_test_output,
+    parse_unittest_output,
+)
 from deltaserve.tools.tests import import_roots, is_test_path, run_tests
 from deltaserve.tools.workspace import Workspace
 
@@ -216,6 +221,36 @@ def test_unittest_runs_are_counted(workspace):
 ])
 def test_parse_unittest_summary(text, expected):
     assert parse_unittest_output("output\n" + text + "\n") == expected
+
+
+@pytest.mark.parametrize("text,expected", [
+    # cargo test: the unit tests' binary and an integration test's, summed
+    ("running 3 tests\ntest tests::later ... ignored\ntest tests::adds ... FAILED\n"
+     "test tests::zero ... ok\n\n"
+     "test result: FAILED. 1 passed; 1 failed; 1 ignored; 0 measured; 0 filtered out; finished in 0.00s\n"
+     "test result: ok. 4 passed; 0 failed; 0 ignored; 0 measured; 0 filtered out; finished in 0.01s",
+     (5, 1, 0, ["tests::adds"])),
+    ("=== RUN   TestAdd\n--- FAIL: TestAdd (0.00s)\n=== RUN   TestMul\n--- PASS: TestMul (0.00s)\n"
+     "    --- FAIL: TestMul/negative (0.00s)\nFAIL\nFAIL\texample.com/calc\t0.002s",
+     (1, 2, 0, ["TestAdd", "TestMul/negative"])),
+    ("Test Suites: 1 failed, 1 total\nTests:       1 failed, 2 passed, 3 total\nSnapshots:   0 total",
+     (2, 1, 0, [])),
+    (" Test Files  1 failed (1)\n      Tests  1 failed | 4 passed (5)\n   Start at  10:00:00", (4, 1, 0, [])),
+    ("make: *** [check] Error 1", (0, 0, 0, [])),
+])
+def test_other_runners_summaries(text, expected):
+    assert parse_test_output("output\n" + text + "\n") == expected
+
+
+@pytest.mark.skipif(shutil.which("cargo") is None, reason="cargo is not installed")
+def test_a_real_cargo_test_run_is_counted(workspace):
+    ws = workspace({"Cargo.toml": '[package]\nname = "calc"\nversion = "0.1.0"\nedition = "2021"\n',
+                    "src/lib.rs": "pub fn add(a: i32, b: i32) -> i32 { a - b }\n\n#[cfg(test)]\nmod tests {\n"
+                                  "    use super::*;\n    #[test]\n"
+                                  "    fn adds() { assert_eq!(add(1, 2), 3); }\n"
+                                  "    #[test]\n    fn zero() { assert_eq!(add(0, 0), 0); }\n}\n"})
+    res = run_tests(ws, "cargo test --offline", timeout=120, sandbox="none")
+    assert (res.passed, res.failed, res.failing_tests) == (1, 1, ["tests::adds"]), res.output
 
 
 def test_failing_test_names_from_pytest_ids_and_unittest_headers():
