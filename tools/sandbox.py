@@ -4,7 +4,8 @@ Tests execute model-written code. Under `bwrap` that code sees the root filesyst
 workspace (not its .git) and a private, size-capped /tmp are writable; /run (service sockets) and known
 credential files under the home directory are hidden; it has a network namespace of its own (its own
 loopback, never the host's, and no route out), a PID namespace of its own (nothing it starts outlives the
-run), HOME inside the private /tmp, an allow-listed environment (no API keys) and per-process resource
+run), HOME inside the private /tmp (toolchains installed under the caller's home, such as rustup's, are
+still found: TOOLCHAIN_HOMES), an allow-listed environment (no API keys) and per-process resource
 limits (CPU seconds, address space, processes, open files, file size) set with prlimit, which nothing
 inside can raise.
 
@@ -47,6 +48,11 @@ ENV_ALLOWED = frozenset({
     "PYTHONWARNINGS", "VIRTUAL_ENV", "PYTEST_ADDOPTS", "PYTEST_DISABLE_PLUGIN_AUTOLOAD", "HF_HUB_OFFLINE",
     "TRANSFORMERS_OFFLINE",
 })
+# Toolchains that find themselves through HOME (rustup, cargo, pyenv, nvm, go's modules): with HOME inside
+# the sandbox they would not, so their variables point at the caller's (read-only inside, no credentials)
+TOOLCHAIN_HOMES = {"RUSTUP_HOME": ".rustup", "CARGO_HOME": ".cargo", "PYENV_ROOT": ".pyenv",
+                   "NVM_DIR": ".nvm", "GOPATH": "go"}
+TOOLCHAIN_VARS = frozenset({*TOOLCHAIN_HOMES, "GOROOT", "GOMODCACHE", "GOFLAGS", "JAVA_HOME"})
 INSIDE_ID = 1000  # the uid/gid the command has inside the sandbox when the caller is root
 OUTSIDE_ID = 2_147_483_646  # ... and the unprivileged uid/gid that is on the host
 KEPT_CAPS = ("dac_override", "fowner")  # as root: enough to edit root-owned workspace files, no more
@@ -94,6 +100,14 @@ class Sandbox(Protocol):
         """Called once the command and everything it started are gone."""
 
 
+def toolchain_homes(home: str | None) -> dict[str, str]:
+    """TOOLCHAIN_HOMES that exist in the caller's `home`, as variables naming them."""
+    if not home:
+        return {}
+    found = {var: os.path.join(home, sub) for var, sub in TOOLCHAIN_HOMES.items()}
+    return {var: path for var, path in found.items() if os.path.isdir(path)}
+
+
 class NoSandbox:
     """The caller's rights, environment and filesystem (only the timeout and output cap apply)."""
 
@@ -117,9 +131,10 @@ class BwrapSandbox:
         self.bwrap = bwrap
 
     def environment(self, inherited: Mapping[str, str], extra: Mapping[str, str]) -> dict[str, str]:
-        kept = {k: v for k, v in inherited.items() if k in ENV_ALLOWED or k.startswith("LC_")}
+        allowed = ENV_ALLOWED | TOOLCHAIN_VARS
+        kept = {k: v for k, v in inherited.items() if k in allowed or k.startswith("LC_")}
         fixed = {"HOME": SANDBOX_HOME, "TMPDIR": "/tmp", "USER": "sandbox", "LOGNAME": "sandbox"}
-        return {**kept, **fixed, **extra}
+        return {**toolchain_homes(inherited.get("HOME")), **kept, **fixed, **extra}
 
     def spawn(self, argv: list[str], root: Path, env: dict[str, str], **popen: Any) -> subprocess.Popen:
         if shutil.which(argv[0], path=env.get("PATH")) is None:  # as Popen would say, not bwrap's execvp

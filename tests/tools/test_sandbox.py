@@ -318,13 +318,32 @@ def test_auto_without_bwrap_warns_once_and_runs_unsandboxed(monkeypatch, caplog,
     sandbox._warn_once.cache_clear()
 
 
-def test_environment_is_an_allow_list():
+def test_environment_is_an_allow_list(tmp_path):
     inherited = {"PATH": "/bin", "OPENAI_API_KEY": "sk-x", "AWS_SECRET_ACCESS_KEY": "y", "LC_ALL": "C",
-                 "HOME": "/root", "GITHUB_TOKEN": "z"}
+                 "HOME": str(tmp_path), "GITHUB_TOKEN": "z"}
     env = sandbox.BwrapSandbox().environment(inherited, {"EXTRA": "1"})
     assert env == {"PATH": "/bin", "LC_ALL": "C", "HOME": sandbox.SANDBOX_HOME, "TMPDIR": "/tmp",
                    "USER": "sandbox", "LOGNAME": "sandbox", "EXTRA": "1"}
     assert sandbox.NoSandbox().environment(inherited, {"EXTRA": "1"}) == {**inherited, "EXTRA": "1"}
+
+
+def test_toolchains_installed_under_home_are_still_found(tmp_path):
+    (tmp_path / ".rustup").mkdir()
+    (tmp_path / ".cargo").mkdir()
+    inherited = {"HOME": str(tmp_path), "PATH": "/bin", "JAVA_HOME": "/opt/jdk", "CARGO_HOME": "/opt/cargo"}
+    env = sandbox.BwrapSandbox().environment(inherited, {})
+    assert env["RUSTUP_HOME"] == str(tmp_path / ".rustup") and "PYENV_ROOT" not in env  # only what exists
+    assert env["CARGO_HOME"] == "/opt/cargo" and env["JAVA_HOME"] == "/opt/jdk"  # the caller's own win
+    assert env["HOME"] == sandbox.SANDBOX_HOME
+
+
+@needs_bwrap
+@pytest.mark.skipif(shutil.which("cargo") is None, reason="cargo is not installed")
+def test_cargo_installed_by_rustup_runs_in_the_sandbox(workspace):
+    ws = workspace({"Cargo.toml": '[package]\nname = "calc"\nversion = "0.1.0"\nedition = "2021"\n',
+                    "src/lib.rs": "#[test]\nfn adds() { assert_eq!(1 + 2, 3); }\n"})
+    res = run_tests(ws, "cargo test --offline", timeout=120, sandbox="bwrap")
+    assert res.ok and res.passed == 1, res.output
 
 
 NOBODY = 65534
