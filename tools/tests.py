@@ -8,9 +8,9 @@ are kept, so a test printing gigabytes costs constant memory and the model sees 
 (sandbox.py: bubblewrap by default when it works here) and the result says which one.
 
 The workspace's own code comes first on PYTHONPATH (its root, and `src/` or `lib/` where they hold a
-package): a project installed in editable mode maps its imports to where it was installed from, so in a
-copy of it (`fix --copy`, each candidate's scratch copy, an eval's task copy) the tests would otherwise
-import the original code and never see an edit.
+package; the same for a monorepo's projects): a project installed in editable mode maps its imports to
+where it was installed from, so in a copy of it (`fix --copy`, each candidate's scratch copy, an eval's
+task copy) the tests would otherwise import the original code and never see an edit.
 """
 
 from __future__ import annotations
@@ -23,6 +23,7 @@ import sys
 import threading
 import time
 from dataclasses import dataclass, field
+from pathlib import Path
 
 from deltaserve.tools.sandbox import Sandbox, choose
 from deltaserve.tools.test_output import parse_test_output
@@ -34,6 +35,9 @@ TAIL_BYTES = 16_000
 KILL_GRACE_S = 2.0
 MAX_OUTPUT_BYTES = 64 << 20
 SOURCE_DIRS = ("src", "lib")  # the usual homes of a project's packages besides its root
+PROJECT_FILES = ("pyproject.toml", "setup.py", "setup.cfg")
+PROJECT_DEPTH = 2  # how far below the root a monorepo's projects are looked for
+SKIPPED_FOLDERS = frozenset({"node_modules", "venv", "site-packages", "__pycache__", "build", "dist"})
 
 # test_x.py, x_test.py, conftest.py, x.test.js, x_spec.rb, or anything under a tests/ (test/, spec/) folder
 _TEST_NAME = re.compile(r"^(test_.*|.*_test\.\w+|conftest\.py|.*\.(test|spec)\.\w+|.*_spec\.\w+)$")
@@ -41,14 +45,35 @@ _TEST_DIRS = {"test", "tests", "testing", "spec", "specs", "__tests__"}
 
 
 def import_roots(ws: Workspace) -> list[str]:
-    """The workspace's folders that imports of its own packages resolve from: its root, and each of
-    SOURCE_DIRS that holds a package (a folder with an __init__.py)."""
+    """The workspace's folders that imports of its own packages resolve from: its root, and for the root
+    and each project folder below it (one with a pyproject.toml, setup.py or setup.cfg, up to
+    PROJECT_DEPTH levels down: a monorepo's packages) the folder itself and its SOURCE_DIRS, where they
+    hold a package (a folder with an __init__.py)."""
     roots = [ws.root]
-    for name in SOURCE_DIRS:
-        folder = ws.root / name
-        if folder.is_dir() and any((child / "__init__.py").is_file() for child in folder.iterdir()):
-            roots.append(folder)
+    for project in _project_folders(ws.root, PROJECT_DEPTH):
+        roots += [folder for folder in (project, *(project / name for name in SOURCE_DIRS))
+                  if folder not in roots and _holds_package(folder)]
     return [str(root) for root in roots]
+
+
+def _project_folders(folder: Path, depth: int) -> list[Path]:
+    found = [folder] if any((folder / name).is_file() for name in PROJECT_FILES) or depth == PROJECT_DEPTH \
+        else []
+    if depth == 0:
+        return found
+    try:
+        children = sorted(c for c in folder.iterdir() if c.is_dir() and not c.is_symlink()
+                          and not c.name.startswith(".") and c.name not in SKIPPED_FOLDERS)
+    except OSError:
+        return found
+    return found + [p for child in children for p in _project_folders(child, depth - 1)]
+
+
+def _holds_package(folder: Path) -> bool:
+    try:
+        return folder.is_dir() and any((child / "__init__.py").is_file() for child in folder.iterdir())
+    except OSError:
+        return False
 
 
 def _python_path(ws: Workspace, env: dict[str, str] | None) -> str:

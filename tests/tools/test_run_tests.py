@@ -301,5 +301,10 @@ def test_a_copy_of_an_editable_install_tests_its_own_code(tmp_path, box):
 
 
 def test_import_roots_are_the_root_and_source_folders_holding_packages(workspace):
-    ws = workspace({"src/pkg/__init__.py": "", "lib/notes.txt": "", "app.py": ""})
-    assert import_roots(ws) == [str(ws.root), str(ws.root / "src")]
+    ws = workspace({"src/pkg/__init__.py": "", "lib/notes.txt": "", "app.py": "",
+                    # a monorepo's projects: src layout, flat layout, and a folder that is no project
+                    "packages/core/pyproject.toml": "", "packages/core/src/core/__init__.py": "",
+                    "packages/cli/setup.py": "", "packages/cli/cli/__init__.py": "",
+                    "docs/src/example/__init__.py": "", ".venv/lib/site/__init__.py": ""})
+    assert import_roots(ws) == [str(ws.root), str(ws.root / "src"), str(ws.root / "packages/cli"),
+                                str(ws.root / "packages/core/src")]
