@@ -72,6 +72,10 @@ class _Savings(BaseModel):
     @computed_field
     @property
     def prefill_computed(self) -> int | None:
+        # as counted by our engine where it says (several candidates of one prompt each compute the part of
+        # it the prefix cache cannot hold: its last, partial block), else the prompt less its cached part
+        if self.prefill_tokens_computed is not None:
+            return self.prefill_tokens_computed
         return None if self.cached_tokens is None else self.prompt_tokens - self.cached_tokens
 
     @computed_field
@@ -98,6 +102,7 @@ class StepReport(_Savings):
     prompt_tokens: int
     cached_tokens: int | None  # None: the provider did not report it
     cached_tokens_disk: int | None = None  # of cached_tokens, read from our engine's disk tier; None: unknown
+    prefill_tokens_computed: int | None = None  # prompt tokens computed, every candidate's; None: not said
     completion_tokens: int
     whole_file_tokens: int = 0  # tokens of the `whole` reply carrying the same edits; 0 without edits
     decode_passes: int | None = None
@@ -132,6 +137,7 @@ class StepReport(_Savings):
             "rejected_draft_tokens", "ttft_s", "decode_s")}
         engine_metrics = getattr(completion, "metrics", None) or {}  # our server's / local engine's extension
         measured["cached_tokens_disk"] = engine_metrics.get("cached_tokens_disk")
+        measured["prefill_tokens_computed"] = engine_metrics.get("prefill_tokens_computed")
         measured["plain_passes"] = engine_metrics.get("plain_passes")
         if engine_metrics.get("plain_pass_ms") is not None:
             measured["plain_pass_s"] = engine_metrics["plain_pass_ms"] / 1000
@@ -209,6 +215,7 @@ class RunReport(_Savings):
 
     prompt_tokens = _total("prompt_tokens", int)
     cached_tokens = _total("cached_tokens", int | None)
+    prefill_tokens_computed = _total("prefill_tokens_computed", int | None)
     completion_tokens = _total("completion_tokens", int)
     whole_file_tokens = _total("whole_file_tokens", int)
     decode_passes = _total("decode_passes", int | None)

@@ -93,8 +93,8 @@ def complete_candidates(n: int, model: str, messages: list[dict], call=None, **k
     """`n` replies of one prompt as one Completion (`texts`). One request with OpenAI's `n` (our local
     engine decodes them in one continuous batch); a provider that sends fewer choices gets the rest as
     further requests of the same prompt, whose prefill a prefix cache can serve. Counted honestly: the
-    prompt once, as cached only what no request computed, every reply's decode tokens and passes. `call`
-    replaces `complete` (a scripted model)."""
+    prompt once, every request's computed prompt tokens, every reply's decode tokens and passes (see
+    `combined`). `call` replaces `complete` (a scripted model)."""
     call = call or complete
     first = call(model=model, messages=messages, n=n, **kwargs)
     more = [call(model=model, messages=messages, **{**kwargs, "seed": (kwargs.get("seed") or 0) + i})
@@ -103,25 +103,36 @@ def complete_candidates(n: int, model: str, messages: list[dict], call=None, **k
 
 
 def combined(first: Completion, more: list[Completion]) -> Completion:
-    """Several calls of one prompt as one Completion (`first`'s text): the prompt counted once, as cached
-    only what no call computed, every call's decode tokens, passes and seconds summed."""
+    """Several calls of one prompt as one Completion (`first`'s text): the prompt and its cached tokens
+    counted once (`first`'s), every call's computed prompt tokens (metrics' `prefill_tokens_computed`),
+    decode tokens, passes and seconds summed."""
     everyone = [first, *more]
 
     def total(name: str):
         values = [getattr(c, name) for c in everyone]
         return None if any(v is None for v in values) else sum(values)
 
-    computed = [None if c.cached_tokens is None or c.prompt_tokens is None
-                else c.prompt_tokens - c.cached_tokens for c in everyone]
-    cached = None if None in computed else first.prompt_tokens - sum(computed)
+    computed = [_computed(c) for c in everyone]
     own = [_per_choice(c) for c in everyone]
-    metrics = first.metrics if None in own else {**(first.metrics or {}), "choices": sum(own, [])}
-    return replace(first, cached_tokens=cached, completion_tokens=total("completion_tokens"), metrics=metrics,
+    metrics = {**(first.metrics or {})}
+    if None not in own:
+        metrics["choices"] = sum(own, [])
+    if None not in computed:
+        metrics["prefill_tokens_computed"] = sum(computed)
+    return replace(first, completion_tokens=total("completion_tokens"), metrics=metrics or first.metrics,
                    decode_s=total("decode_s"), decode_passes=total("decode_passes"),
                    accepted_draft_tokens=total("accepted_draft_tokens"),
                    rejected_draft_tokens=total("rejected_draft_tokens"),
                    latency_s=sum(c.latency_s for c in everyone),
                    texts=[t for c in everyone for t in c.texts])
+
+
+def _computed(c: Completion) -> int | None:
+    """The prompt tokens a call computed: as the engine counted them, else its prompt less its cached part."""
+    said = (c.metrics or {}).get("prefill_tokens_computed")
+    if said is not None:
+        return said
+    return None if c.cached_tokens is None or c.prompt_tokens is None else c.prompt_tokens - c.cached_tokens
 
 
 def _per_choice(c: Completion) -> list[dict] | None:

@@ -176,13 +176,10 @@ def _run_local_n(name: str, messages: list, optional_params: dict, n: int) -> li
 
 def _usage_and_metrics(outputs: list[Any]) -> tuple[dict, dict]:
     """The `usage` block (less the reasoning_tokens litellm leaves unset) and `metrics` object the server
-    sends, for the choices of one prompt: its prompt counted once, every choice's decode tokens and passes
-    summed, and as cached only what no choice had to compute (the samples after the first share its
-    prefill through the prefix cache)."""
+    sends, for the choices of one prompt, as the server counts them: the prompt and its cached tokens once,
+    every choice's decode tokens, passes and computed prompt tokens summed (the samples after the first
+    find its prefill in the prefix cache, all but the last, partial block)."""
     usage, metrics = usage_and_metrics([(0, m) for m in outputs])
-    if len(outputs) > 1:
-        usage.prompt_tokens_details.cached_tokens = metrics.cached_tokens = \
-            usage.prompt_tokens - metrics.prefill_tokens_computed
     return usage.model_dump(exclude={"completion_tokens_details": {"reasoning_tokens"}}), metrics.model_dump()
 
 

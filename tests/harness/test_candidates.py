@@ -46,6 +46,8 @@ def test_the_passing_candidate_is_kept_and_every_candidate_counted(project, quic
     assert step.candidates[0].failing == 1
     assert step.completion_tokens == 60 and step.decode_passes == 45  # all three decodes
     assert step.decode_passes_saved == step.whole_file_tokens - 45
+    # the prompt once, its prefill by both calls (a provider without a prefix cache): never a negative cache
+    assert step.cached_tokens == 0 and step.prefill_computed == 2 * step.prompt_tokens
     # the greedy reply, then two samples (not three greedy copies) in one request
     assert "n" not in calls[0] and not calls[0].get("temperature")
     assert calls[1]["n"] == 2 and calls[1]["temperature"] > 0
