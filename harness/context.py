@@ -22,8 +22,9 @@ TEST_FILE_SHARE = 0.35  # a test file's cap, as a share of max_file_chars
 # Shrinking the caps for a small context window (x0.8 a step) stops at this scale.
 MIN_CONTEXT_SCALE = 0.1
 
-# `File "/abs/pkg/mod.py", line 3` (Python), `pkg/mod.py:3: in f` / `FAILED tests/t.py::test_x` (pytest)
-_TRACE_PATH = re.compile(r'File "([^"]+)", line \d+|(?:^|\s)([\w./\\-]+\.\w+)(?::\d+|::)', re.MULTILINE)
+# `File "/abs/pkg/mod.py", line 3` (Python), `pkg/mod.py:3: in f` / `FAILED tests/t.py::test_x` (pytest),
+# `at add (/abs/src/calc.js:3:10)` (JavaScript), `panicked at src/lib.rs:7:17` (Rust), `calc_test.go:8:` (Go)
+_TRACE_PATH = re.compile(r'File "([^"]+)", line \d+|(?:^|[\s(])([\w./\\-]+\.\w+)(?::\d+|::)', re.MULTILINE)
 _TASK_PATH = re.compile(r"[\w./-]*[\w-]\.[A-Za-z]\w*")
 # frames (`mod.py:3: in f`, `, in f`) and pytest's assertion rewriting (`where -1 = add(2, 3)`)
 _TRACE_SYMBOL = re.compile(r"(?::\d+: in |, in |\bwhere .* = )([A-Za-z_]\w*)")
@@ -33,7 +34,7 @@ _TASK_SYMBOL = re.compile(r"`([A-Za-z_][\w.]*)(?:\(\))?`"
 MAX_SYMBOLS = 12
 MAX_DEFINING_FILES = 3
 # the line of a frame: `File "/abs/pkg/mod.py", line 3` or `pkg/mod.py:3:`
-_TRACE_LINE = re.compile(r'File "([^"]+)", line (\d+)|(?:^|\s)([\w./\\-]+\.\w+):(\d+)\b', re.MULTILINE)
+_TRACE_LINE = re.compile(r'File "([^"]+)", line (\d+)|(?:^|[\s(])([\w./\\-]+\.\w+):(\d+)\b', re.MULTILINE)
 # a source line pytest shows with `>` (the failing line), and the calls in it
 _FAILING_LINE = re.compile(r"^>\s+(.*)$", re.MULTILINE)
 _CALL = re.compile(r"\b([A-Za-z_]\w*)\(")

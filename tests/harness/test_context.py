@@ -28,6 +28,15 @@ def test_traceback_paths_inside_the_workspace_in_order(tmp_path):
     assert found == ["tests/test_parse.py", "pkg/parser.py", "pkg/util.py"]  # stdlib frame left out
 
 
+def test_stack_traces_of_other_languages_name_their_files_and_lines(tmp_path):
+    ws = make(tmp_path, {"src/calc.js": "", "test/calc.test.js": "", "src/lib.rs": ""})
+    trace = (f"    at add ({ws.root}/src/calc.js:3:10)\n    at Object.<anonymous> (test/calc.test.js:5:12)\n"
+             "    at node:internal/main:3:7\nthread 'tests::adds' panicked at src/lib.rs:7:17:\n")
+    assert context.paths_in_traceback(ws, trace) == ["src/calc.js", "test/calc.test.js", "src/lib.rs"]
+    assert context.lines_in_traceback(ws, trace) == {"src/calc.js": {3}, "test/calc.test.js": {5},
+                                                     "src/lib.rs": {7}}
+
+
 def test_task_paths_and_symbols(tmp_path):
     ws = make(tmp_path, {"pkg/config.py": "", "README.md": ""})
     task = "load_config in pkg/config.py ignores `Defaults.merge`; see README.md (e.g. the example)."
