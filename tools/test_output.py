@@ -4,7 +4,8 @@
   errors=1)" and the "FAIL: test_x (module.Class.test_x)" headers;
 - cargo test: every binary's "test result: ... N passed; M failed" summed, the "test x ... FAILED" lines;
 - go test: "--- FAIL: TestX" / "--- PASS: TestX" lines (passes are printed with -v only);
-- jest / vitest: "Tests: 1 failed, 2 passed, 3 total" / "Tests  1 failed | 2 passed (3)".
+- jest / vitest: "Tests: 1 failed, 2 passed, 3 total" / "Tests  1 failed | 2 passed (3)";
+- TAP (`node --test`, prove, tap): node's "# pass N" / "# fail N", else the top-level "ok" / "not ok" lines.
 Anything else counts nothing; the caller goes by the exit code then."""
 
 from __future__ import annotations
@@ -39,7 +40,7 @@ def failing_test_names(output: str) -> list[str]:
 def parse_test_output(output: str) -> Counts:
     """The counts of the first runner whose summary the output holds (module docstring), else zeros."""
     for parse in (parse_pytest_output, parse_unittest_output, parse_cargo_output, parse_go_output,
-                  parse_jest_output):
+                  parse_jest_output, parse_tap_output):
         counts = parse(output)
         if any(counts[:3]) or counts[3]:
             return counts
@@ -119,3 +120,19 @@ def parse_jest_output(output: str) -> Counts:
         return 0, 0, 0, []
     counts = {word: int(n) for n, word in re.findall(r"(\d+) (passed|failed)", found[-1])}
     return counts.get("passed", 0), counts.get("failed", 0), 0, []
+
+
+_TAP_RESULT = re.compile(r"^(not ok|ok) \d+(?: - ([^#\n]*?))?\s*(#\s*(?:SKIP|TODO)\b.*)?$",
+                         re.MULTILINE | re.IGNORECASE)
+_TAP_SUMMARY = re.compile(r"^# (pass|fail) (\d+)$", re.MULTILINE)
+
+
+def parse_tap_output(output: str) -> Counts:
+    """TAP: the top-level results (a subtest's are indented), skipped and to-do ones left out; node's own
+    summary counts where it prints one."""
+    results = [(verdict, name) for verdict, name, directive in _TAP_RESULT.findall(output) if not directive]
+    failed = [name for verdict, name in results if verdict == "not ok"]
+    summary = {word: int(n) for word, n in _TAP_SUMMARY.findall(output)}
+    if summary:
+        return summary.get("pass", 0), summary.get("fail", 0), 0, list(dict.fromkeys(failed))
+    return len(results) - len(failed), len(failed), 0, list(dict.fromkeys(failed))

@@ -236,6 +236,8 @@ def test_parse_unittest_summary(text, expected):
     ("Test Suites: 1 failed, 1 total\nTests:       1 failed, 2 passed, 3 total\nSnapshots:   0 total",
      (2, 1, 0, [])),
     (" Test Files  1 failed (1)\n      Tests  1 failed | 4 passed (5)\n   Start at  10:00:00", (4, 1, 0, [])),
+    ("TAP version 13\nok 1 - parses\nnot ok 2 - adds\n  ---\n  ...\nok 3 - later # SKIP no db\n"
+     "    not ok 1 - a subtest\n1..3", (1, 1, 0, ["adds"])),
     ("make: *** [check] Error 1", (0, 0, 0, [])),
 ])
 def test_other_runners_summaries(text, expected):
@@ -251,6 +253,18 @@ def test_a_real_cargo_test_run_is_counted(workspace):
                                   "    #[test]\n    fn zero() { assert_eq!(add(0, 0), 0); }\n}\n"})
     res = run_tests(ws, "cargo test --offline", timeout=120, sandbox="none")
     assert (res.passed, res.failed, res.failing_tests) == (1, 1, ["tests::adds"]), res.output
+
+
+@pytest.mark.skipif(shutil.which("node") is None, reason="node is not installed")
+def test_a_real_node_test_run_is_counted(workspace):
+    ws = workspace({"calc.js": "exports.add = (a, b) => a - b;\n",
+                    "calc.test.js": "const test = require('node:test');\n"
+                                    "const assert = require('node:assert');\n"
+                                    "const {add} = require('./calc');\n"
+                                    "test('adds', () => { assert.strictEqual(add(1, 2), 3); });\n"
+                                    "test('zero', () => { assert.strictEqual(add(0, 0), 0); });\n"})
+    res = run_tests(ws, "node --test", timeout=60, sandbox="none")
+    assert (res.passed, res.failed, res.failing_tests) == (1, 1, ["adds"]), res.output
 
 
 def test_failing_test_names_from_pytest_ids_and_unittest_headers():
