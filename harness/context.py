@@ -4,6 +4,7 @@ excerpt of the code the failing tests reach (excerpt.py), not as its head."""
 
 from __future__ import annotations
 
+import posixpath
 import re
 from collections import Counter
 from dataclasses import dataclass
@@ -32,6 +33,15 @@ _TRACE_SYMBOL = re.compile(r"(?::\d+: in |, in |\bwhere .* = )([A-Za-z_]\w*)")
 _TASK_SYMBOL = re.compile(r"`([A-Za-z_][\w.]*)(?:\(\))?`"
                           r"|\b([A-Za-z_]\w*(?=\()|[A-Za-z_]\w*_\w+|[a-z]+[A-Z]\w*|[A-Z][a-z]\w{2,})\b")
 MAX_SYMBOLS = 12
+# a line defining one of {names}: Python and JavaScript/TypeScript (def, class, function, const/let/var,
+# exports.name =), Rust (fn, struct, enum, trait), Go (func, methods included)
+_DEFINITION = (r"^\s*(?:(?:export\s+(?:default\s+)?)?(?:async\s+)?(?:def|class|function\*?|const|let|var)\s+"
+               r"|(?:pub(?:\([\w:]+\))?\s+)?(?:async\s+)?(?:fn|struct|enum|trait)\s+"
+               r"|func(?:\s*\([^)]*\))?\s+|(?:module\.)?exports\.)({names})\b")
+# a JavaScript/TypeScript module a file loads by relative path: require('./x'), import ... from '../x'
+_RELATIVE_IMPORT = re.compile(r"""(?:\brequire\(\s*|\bfrom\s+|^\s*import\s+)['"](\.\.?/[^'"]+)['"]""",
+                              re.MULTILINE)
+JS_EXTENSIONS = (".js", ".ts", ".mjs", ".cjs", ".jsx", ".tsx")
 MAX_DEFINING_FILES = 3
 # the line of a frame: `File "/abs/pkg/mod.py", line 3` or `pkg/mod.py:3:`
 _TRACE_LINE = re.compile(r'File "([^"]+)", line (\d+)|(?:^|[\s(])([\w./\\-]+\.\w+):(\d+)\b', re.MULTILINE)
@@ -92,13 +102,14 @@ def symbols(task: str, test_output: str) -> list[str]:
 
 
 def definition_files(workspace, names: list[str]) -> list[str]:
-    """Files defining any of these names (`def name` / `class name`), name by name in the order given, found
+    """Files defining any of these names (_DEFINITION: `def name`, `class name`, `function name`, ...), name
+    by name in the order given, found
     in one pass over the workspace. A name defined in more than MAX_DEFINING_FILES files (a method every
     class of a big package overrides) cannot say which one matters: of its files only those that also define
     another of the names are kept."""
     if not names:
         return []
-    rx = re.compile(rf"^\s*(?:async\s+def|def|class)\s+({'|'.join(map(re.escape, names))})\b")
+    rx = re.compile(_DEFINITION.format(names="|".join(map(re.escape, names))))
     defined_in: dict[str, list[str]] = {}
     for hit in LineSearch(workspace, rx):
         paths = defined_in.setdefault(hit.match.group(1), [])
@@ -131,6 +142,7 @@ def gather(workspace, task: str, test_output: str = "", max_files: int = MAX_FIL
         names += python_refs.called_by(texts.get(path) or "", failing)[:MAX_SYMBOLS]
     names = [n for n in dict.fromkeys(names) if not n.startswith("test")]
     found = list(dict.fromkeys(found + definition_files(workspace, names)))
+    found += [m for p in list(found) for m in relative_imports(workspace, p, texts.get(p)) if m not in found]
     focus_lines = lines_in_traceback(workspace, test_output)
     imported: dict[str, set[str]] = {}
     for path in (p for p in found if p.endswith(".py")):
@@ -168,6 +180,23 @@ def gather(workspace, task: str, test_output: str = "", max_files: int = MAX_FIL
         files.append(shown)
         total += len(shown.content)
     return files
+
+
+def relative_imports(workspace, path: str, text: str | None) -> list[str]:
+    """The workspace files a JavaScript/TypeScript file loads by relative path (a test's module under test:
+    its stack trace often stops in the test); the specifier as written, with an extension, or its index."""
+    if text is None or not path.endswith(JS_EXTENSIONS):
+        return []
+    folder = Path(path).parent
+    found = []
+    for spec in _RELATIVE_IMPORT.findall(text):
+        base = posixpath.normpath((folder / spec).as_posix())
+        tries = [base, *(base + ext for ext in JS_EXTENSIONS),
+                 *(f"{base}/index{ext}" for ext in JS_EXTENSIONS)]
+        hit = next((p for p in (workspace_path(workspace, t) for t in tries) if p), None)
+        if hit and hit not in found:
+            found.append(hit)
+    return found
 
 
 def used_names(path: str, text: str, cap: int, focus_lines: set[int], names: set[str],

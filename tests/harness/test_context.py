@@ -37,6 +37,19 @@ def test_stack_traces_of_other_languages_name_their_files_and_lines(tmp_path):
                                                      "src/lib.rs": {7}}
 
 
+def test_definitions_in_other_languages_and_javascript_imports(tmp_path):
+    ws = make(tmp_path, {
+        "src/calc.js": "exports.add = (a, b) => a - b;\n", "src/util/index.ts": "export const clamp = 1;\n",
+        "src/lib.rs": "pub(crate) fn parse_line(s: &str) {}\n",
+        "calc.go": "func (c *Calc) Mul(a int) int {\n",
+        "pkg/mod.py": "async def fetch(url):\n    pass\n", "README.md": "Call add(1, 2) to add.\n",
+        "test/calc.test.js": "const {add} = require('../src/calc');\nimport {clamp} from '../src/util';\n"})
+    assert context.definition_files(ws, ["add", "clamp", "parse_line", "Mul", "fetch"]) == [
+        "src/calc.js", "src/util/index.ts", "src/lib.rs", "calc.go", "pkg/mod.py"]
+    test_js = (tmp_path / "test/calc.test.js").read_text()
+    assert context.relative_imports(ws, "test/calc.test.js", test_js) == ["src/calc.js", "src/util/index.ts"]
+
+
 def test_task_paths_and_symbols(tmp_path):
     ws = make(tmp_path, {"pkg/config.py": "", "README.md": ""})
     task = "load_config in pkg/config.py ignores `Defaults.merge`; see README.md (e.g. the example)."

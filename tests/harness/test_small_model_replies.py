@@ -5,6 +5,7 @@ the replies are scripted."""
 
 from __future__ import annotations
 
+import shutil
 from pathlib import Path
 
 import litellm
@@ -224,3 +225,24 @@ def test_a_unittest_project_is_counted_and_its_failing_test_shown(project):
     first = agent.prompts[0][-1]["content"]
     assert "test_calc.CalcTests.test_add" in first and "def test_add(self):" in first
     assert (report.steps[0].tests.passed, report.steps[0].outcome) == (2, "tests pass")
+
+
+@pytest.mark.skipif(shutil.which("node") is None, reason="node is not installed")
+def test_a_javascript_project_is_fixed_with_its_own_test_runner(tmp_path):
+    """`node --test`: the stack trace names calc.js (in parentheses), the TAP output is counted, a
+    SEARCH/REPLACE edit fixes it."""
+    root = tmp_path / "jsproj"
+    root.mkdir()
+    (root / "calc.js").write_text("exports.add = (a, b) => {\n  return a - b;\n};\n")
+    (root / "calc.test.js").write_text(
+        "const test = require('node:test');\nconst assert = require('node:assert');\n"
+        "const {add} = require('./calc');\n\n"
+        "test('adds', () => {\n  assert.strictEqual(add(1, 2), 3);\n});\n")
+    fix = "calc.js\n```\n<<<<<<< SEARCH\n  return a - b;\n=======\n  return a + b;\n>>>>>>> REPLACE\n```\n"
+    calls: list[dict] = []
+    agent = Agent(root, "add() returns the wrong result", test_cmd="node --test", model=MODEL,
+                  complete=scripted([fix], calls), edit_format="search_replace", max_steps=1)
+    report = agent.run()
+    first = agent.prompts[0][-1]["content"]
+    assert "calc.js\n```" in first and "(0 passed, 1 failed, 0 errors)" in first
+    assert report.steps[0].outcome == "tests pass" and report.steps[0].tests.passed == 1
