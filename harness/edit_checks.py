@@ -21,6 +21,7 @@ import tokenize
 
 from deltaserve.harness import feedback, formats
 from deltaserve.harness.excerpt import has_fold_marker
+from deltaserve.harness.syntax import language, new_syntax_error
 from deltaserve.tools.patch import PatchResult
 from deltaserve.tools.symbols import definitions, is_docstring
 from deltaserve.tools.tests import is_test_path
@@ -70,7 +71,7 @@ def refusal(preview: PatchResult, workspace: Workspace, allow_test_edits: bool,
     for path, text in preview.new_contents.items():
         error = new_syntax_error(path, old[path], text)
         if error is not None:
-            return "syntax error", feedback.syntax_error(path, error)
+            return "syntax error", feedback.syntax_error(path, error, language(path))
     for path, text in preview.new_contents.items():
         stubbed = stubbed_functions(path, old[path], text)
         if stubbed:
@@ -128,21 +129,3 @@ def _is_placeholder(node: ast.stmt) -> bool:
         exc = node.exc.func if isinstance(node.exc, ast.Call) else node.exc
         return isinstance(exc, ast.Name) and exc.id == "NotImplementedError"
     return False
-
-
-def new_syntax_error(path: str, old: str | None, new: str | None) -> SyntaxError | None:
-    """The error that makes `new` unparseable Python, if `path` is a Python file whose `old` text parsed
-    (or that did not exist); a file that was already broken may stay broken on the way to its fix."""
-    if new is None or not path.endswith((".py", ".pyi")) or (old is not None and _syntax_error(old)):
-        return None
-    return _syntax_error(new)
-
-
-def _syntax_error(text: str) -> SyntaxError | None:
-    try:
-        ast.parse(text)
-    except SyntaxError as exc:  # IndentationError and TabError are SyntaxErrors
-        return exc
-    except ValueError:  # null bytes: not something to parse
-        return None
-    return None

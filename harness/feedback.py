@@ -127,14 +127,15 @@ def stubbed_out(path: str, names: list[str]) -> str:
             "you change in full, and leave out the ones you do not change.")
 
 
-def syntax_error(path: str, error: SyntaxError) -> str:
+def syntax_error(path: str, error: SyntaxError, language: str = "Python") -> str:
     """Where the edited file stops parsing, with the offending line, so the next reply can fix that line."""
     where = f"line {error.lineno}" if error.lineno else "the end"
     line = (error.text or "").rstrip()
-    shown = f":\n```python\n{line}\n```" if line.strip() else "."
-    return (f"Your edits would leave {path} with a Python syntax error at {where} ({error.msg}){shown}\n"
-            "Nothing was changed. Write the edit again as valid Python: complete statements, the same "
-            "indentation as the code around it.")
+    shown = f":\n```{language.lower()}\n{line}\n```" if line.strip() else "."
+    advice = ("complete statements, the same indentation as the code around it" if language == "Python"
+              else "every bracket, quote and separator in place")
+    return (f"Your edits would leave {path} with a {language} syntax error at {where} ({error.msg}){shown}\n"
+            f"Nothing was changed. Write the edit again as valid {language}: {advice}.")
 
 
 def worse_edits_undone(before, after) -> str:

@@ -6,6 +6,7 @@ the replies are scripted."""
 from __future__ import annotations
 
 import shutil
+import sys
 from pathlib import Path
 
 import litellm
@@ -202,15 +203,34 @@ def test_search_text_copied_from_the_tests_is_named_as_such(project, test_cmd):
     assert "Your SEARCH text is from test_calc.py, the tests" in told
 
 
-def test_only_a_python_file_that_parsed_before_must_parse_after():
-    from deltaserve.harness.edit_checks import new_syntax_error
+def test_only_a_file_that_parsed_before_must_parse_after():
+    from deltaserve.harness.syntax import new_syntax_error
     broken = "def add(a, b):\n    value = return a + b\n"
     assert new_syntax_error("calc.py", BUGGY, broken).lineno == 2
     assert new_syntax_error("calc.py", None, broken) is not None  # a new file is held to it too
     # broken already: the fix may take more than one step
     assert new_syntax_error("calc.py", broken, broken + "x = (\n") is None
-    assert new_syntax_error("calc.js", BUGGY, broken) is None  # no Python parser for other languages
+    assert new_syntax_error("calc.js", BUGGY, broken) is None  # no parser for this language
     assert new_syntax_error("calc.py", BUGGY, None) is None  # a deletion
+    config = '{\n  "rate": 1,\n  "burst": 10\n}\n'
+    error = new_syntax_error("conf/limits.json", config, config.replace('1,', '1'))
+    assert (error.lineno, error.text) == (3, '  "burst": 10')
+    assert new_syntax_error("tsconfig.json", "{// JSONC\n}", "{// JSONC, still\n}") is None  # never parsed
+    toml = '[tool.app]\nrate = 1\n'
+    if sys.version_info >= (3, 11):
+        assert new_syntax_error("pyproject.toml", toml, toml.replace("= 1", "= ")).lineno == 2
+
+
+def test_a_json_edit_that_breaks_the_file_is_refused_with_its_line(project, quick_test_cmd):
+    (project / "limits.json").write_text('{\n  "rate": 1,\n  "burst": 10\n}\n')
+    drop_comma = ('limits.json\n```\n<<<<<<< SEARCH\n  "rate": 1,\n=======\n  "rate": 2\n'
+                  '>>>>>>> REPLACE\n```\n')
+    agent, report, _ = run(project, quick_test_cmd, [drop_comma, reply("sr_bare_markers.txt")],
+                           edit_format="search_replace", max_steps=2)
+    assert report.steps[0].outcome == "syntax error"
+    told = agent.prompts[1][-1]["content"]
+    assert "limits.json with a JSON syntax error at line 3" in told and '```json\n  "burst": 10\n```' in told
+    assert (project / "limits.json").read_text().count('"rate": 1,') == 1
 
 
 def test_a_unittest_project_is_counted_and_its_failing_test_shown(project):
