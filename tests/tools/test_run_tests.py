@@ -244,27 +244,26 @@ def test_other_runners_summaries(text, expected):
     assert parse_test_output("output\n" + text + "\n") == expected
 
 
-@pytest.mark.skipif(shutil.which("cargo") is None, reason="cargo is not installed")
-def test_a_real_cargo_test_run_is_counted(workspace):
-    ws = workspace({"Cargo.toml": '[package]\nname = "calc"\nversion = "0.1.0"\nedition = "2021"\n',
-                    "src/lib.rs": "pub fn add(a: i32, b: i32) -> i32 { a - b }\n\n#[cfg(test)]\nmod tests {\n"
-                                  "    use super::*;\n    #[test]\n"
-                                  "    fn adds() { assert_eq!(add(1, 2), 3); }\n"
-                                  "    #[test]\n    fn zero() { assert_eq!(add(0, 0), 0); }\n}\n"})
-    res = run_tests(ws, "cargo test --offline", timeout=120, sandbox="none")
-    assert (res.passed, res.failed, res.failing_tests) == (1, 1, ["tests::adds"]), res.output
+CARGO_CRATE = {"Cargo.toml": '[package]\nname = "calc"\nversion = "0.1.0"\nedition = "2021"\n',
+               "src/lib.rs": "pub fn add(a: i32, b: i32) -> i32 { a - b }\n\n#[cfg(test)]\nmod tests {\n"
+                             "    use super::*;\n    #[test]\n    fn adds() { assert_eq!(add(1, 2), 3); }\n"
+                             "    #[test]\n    fn zero() { assert_eq!(add(0, 0), 0); }\n}\n"}
+NODE_PROJECT = {"calc.js": "exports.add = (a, b) => a - b;\n",
+                "calc.test.js": "const test = require('node:test');\nconst assert = require('node:assert');\n"
+                                "const {add} = require('./calc');\n"
+                                "test('adds', () => { assert.strictEqual(add(1, 2), 3); });\n"
+                                "test('zero', () => { assert.strictEqual(add(0, 0), 0); });\n"}
 
 
-@pytest.mark.skipif(shutil.which("node") is None, reason="node is not installed")
-def test_a_real_node_test_run_is_counted(workspace):
-    ws = workspace({"calc.js": "exports.add = (a, b) => a - b;\n",
-                    "calc.test.js": "const test = require('node:test');\n"
-                                    "const assert = require('node:assert');\n"
-                                    "const {add} = require('./calc');\n"
-                                    "test('adds', () => { assert.strictEqual(add(1, 2), 3); });\n"
-                                    "test('zero', () => { assert.strictEqual(add(0, 0), 0); });\n"})
-    res = run_tests(ws, "node --test", timeout=60, sandbox="none")
-    assert (res.passed, res.failed, res.failing_tests) == (1, 1, ["adds"]), res.output
+@pytest.mark.parametrize(("tool", "files", "command", "failing"), [
+    ("cargo", CARGO_CRATE, "cargo test --offline", "tests::adds"),
+    ("node", NODE_PROJECT, "node --test", "adds"),
+])
+def test_real_runs_of_other_runners_are_counted(workspace, tool, files, command, failing):
+    if shutil.which(tool) is None:
+        pytest.skip(f"{tool} is not installed")
+    res = run_tests(workspace(files), command, timeout=120, sandbox="none")
+    assert (res.passed, res.failed, res.failing_tests) == (1, 1, [failing]), res.output
 
 
 def test_failing_test_names_from_pytest_ids_and_unittest_headers():
