@@ -3,8 +3,9 @@
 A fence line is three or more backticks or tildes, optionally indented, then an info string (the language,
 sometimes a file name: ```` ```python src/a.py ````; a backtick fence's info has no backticks). A block is
 closed by a line of the same character, at least as long as the opening and with nothing after it, so a
-longer fence can hold shorter ones (```` ```` ```` around a ```` ``` ```` example). A block left open runs
-to the end of the text.
+longer fence can hold shorter ones (```` ```` ```` around a ```` ``` ```` example), and indented at most 3
+spaces deeper than the opening (CommonMark's rule: a Python docstring's own ```` ``` ```` lines are code),
+unless only deeper ones would close it. A block left open runs to the end of the text.
 
 Inside a unified diff a line that starts with a space is a context line, never a fence, so the diff
 parser scans with `max_indent=0`; replies in the other formats may indent their fences freely.
@@ -67,8 +68,11 @@ def fenced_blocks(lines: list[str], max_indent: int | None = None) -> list[Fence
         if opening is None:
             i += 1
             continue
-        end = next((j for j in range(i + 1, len(lines)) if opening.is_closed_by(lines[j], max_indent)),
-                   len(lines))
+        closings = [j for j in range(i + 1, len(lines)) if opening.is_closed_by(lines[j], max_indent)]
+        # CommonMark's closing fence is indented at most 3 spaces more than its opening one: a deeper bare
+        # fence is the code's own (a docstring's Markdown example) unless no other closes the block
+        end = next((j for j in closings if fence_line(lines[j]).indent <= opening.indent + 3),
+                   closings[0] if closings else len(lines))
         blocks.append(FencedBlock(opening, i, end, lines[i + 1 : end]))
         i = end + 1
     return blocks

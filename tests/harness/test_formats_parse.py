@@ -118,3 +118,13 @@ def test_instructions_are_short_and_their_example_cannot_be_taken_for_an_answer(
     text = formats.get(name).instructions()
     limit = 900 * (len(formats.names()) - 1 if name == "auto" else 1)  # `auto` describes every format
     assert "placeholders" in text and "path/to/" in text and "<" in text and len(text) < limit
+
+
+def test_whole_and_symbol_parse_keep_a_docstrings_markdown_example():
+    """A docstring's indented " ```" is the file's text, not the reply's closing fence (which cut the file
+    there: a whole-file reply would have truncated it)."""
+    code = ('def get(url):\n    """Fetch.\n\n    ```python\n    get("https://example.org")\n    ```\n'
+            '    """\n    return url\n')
+    reply = f"src/api.py\n```python\n{code}```\n\nThat is all.\n"
+    assert whole.parse(reply) == [WholeFile("src/api.py", code)]
+    assert [e.code for e in formats.get("symbol").parse(reply)] == [code]

@@ -66,3 +66,22 @@ def test_fence_for_is_longer_than_any_fence_inside(lines, fence):
     assert fence_for(lines) == fence
     (block,) = fenced_blocks([fence, *lines, fence])
     assert block.body == lines
+
+
+DOCSTRING_EXAMPLE = ['class Client:', '    """Usage:', '', '    ```python', '    client = Client()',
+                     '    ```', '    """', '', '    def close(self):', '        pass']
+
+
+def test_a_docstrings_own_fences_are_code_not_the_end_of_the_block():
+    """CommonMark: a closing fence is indented at most 3 spaces deeper than its opening (replayed httpx
+    commits, whose docstrings hold Markdown examples, were cut at the docstring's ``` and refused)."""
+    (block,) = fenced_blocks(["src/client.py", "```python", *DOCSTRING_EXAMPLE, "```", "Done."])
+    assert block.body == DOCSTRING_EXAMPLE
+    (item,) = fenced_blocks(["1. The fix:", "   ```python", "   x = 1", "   ```"])  # in a list item
+    assert item.body == ["   x = 1"] and item.end == 3
+
+
+def test_a_block_only_a_deeper_fence_closes_ends_there():
+    lines = ["```python", "def f():", "    pass", "    ```", "", "Done."]  # a sloppily indented closing
+    (block,) = fenced_blocks(lines)
+    assert block.body == ["def f():", "    pass"] and block.end == 3
