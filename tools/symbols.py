@@ -3,7 +3,8 @@
 A model that rewrites one function in full needs to copy nothing exactly: each top-level `def`/`class` of
 the new code replaces the definition of the same qualified name (`name`, or `Class.method` for a method,
 found by its name when it is the only one so called) over its line span, decorators included; the
-replacement is re-indented to where the old one stood, and keeps the old decorators when it brings none.
+replacement is re-indented to where the old one stood (a multi-line string's lines are its content and stay
+as written; a docstring's follow the code), and keeps the old decorators when it brings none.
 A class written with only some of the methods it has (a model shown part of a file writes the class line
 and the method it fixes) edits those members: each method replaces its namesake or is added at the class's
 end, new class-level statements replace the old ones above the first method, and the methods and
@@ -17,6 +18,8 @@ new decorator above what it decorates), else at the end. The result must parse, 
 from __future__ import annotations
 
 import ast
+import io
+import tokenize
 from collections import Counter
 from dataclasses import dataclass
 
@@ -73,19 +76,53 @@ def _locate(name: str, known: dict[str, ast.AST], path: str) -> str | None:
     return methods[0] if methods else None
 
 
-def _dedent(lines: list[str]) -> list[str]:
-    """`lines` without their common indentation. Unlike textwrap.dedent, a whitespace-only line keeps what
-    lies beyond it: inside a string literal (a docstring's blank line) that whitespace is content."""
-    margin = min((len(line) - len(line.lstrip()) for line in lines if line.strip()), default=0)
-    return [line[margin:] for line in lines]
+def _inside_strings(lines: list[str]) -> dict[int, bool]:
+    """For each of `lines` (by index) that starts inside a multi-line string literal: whether that string is
+    a statement of its own (a docstring). {} when the lines do not tokenize."""
+    found: dict[int, bool] = {}
+    fstring_rows: list[int] = []  # Python 3.12+ splits an f-string into FSTRING_START ... FSTRING_END
+    try:
+        tokens = [t for t in tokenize.generate_tokens(io.StringIO("\n".join(lines) + "\n").readline)
+                  if t.type not in (tokenize.NL, tokenize.COMMENT)]
+    except (tokenize.TokenError, SyntaxError):
+        return {}
+    edges = (tokenize.NEWLINE, tokenize.INDENT, tokenize.DEDENT, tokenize.ENDMARKER)
+    for k, token in enumerate(tokens):
+        if token.type == getattr(tokenize, "FSTRING_START", None):
+            fstring_rows.append(token.start[0])
+        elif token.type == getattr(tokenize, "FSTRING_END", None):
+            found.update(dict.fromkeys(range(fstring_rows.pop(), token.end[0]), False))
+        elif token.type == tokenize.STRING and token.end[0] > token.start[0]:
+            alone = (k == 0 or tokens[k - 1].type in edges) and tokens[k + 1].type in edges
+            # its lines after the first: 1-based rows start + 1 .. end are indices start .. end - 1
+            found.update(dict.fromkeys(range(token.start[0], token.end[0]), alone))
+    return found
+
+
+def _reindent(lines: list[str], indent: str) -> list[str]:
+    """`lines` moved from their common indentation to `indent`. A line inside a string literal is the
+    string's content: it does not count for the common indentation, and it stays as written unless the
+    string is a docstring (whose indentation follows the code's). Unlike textwrap.dedent, a whitespace-only
+    line keeps what lies beyond the margin: inside a docstring that whitespace is content."""
+    inside = _inside_strings(lines)
+    margin = min((len(line) - len(line.lstrip()) for i, line in enumerate(lines)
+                  if line.strip() and i not in inside), default=0)
+    out = []
+    for i, line in enumerate(lines):
+        if inside.get(i) is False:
+            out.append(line)
+            continue
+        line = line[min(margin, len(line) - len(line.lstrip())) :]
+        out.append(indent + line if line else "")
+    return out
 
 
 def _new_text(node: ast.AST, new_lines: list[str], keep_decorators: list[str], indent: str) -> list[str]:
     first = first_line(node)
-    body = _dedent(new_lines[first - 1 : node.end_lineno])
+    body = _reindent(new_lines[first - 1 : node.end_lineno], indent)
     if not node.decorator_list:
-        body = keep_decorators + body
-    return [indent + line if line else "" for line in body]
+        body = [indent + line if line else "" for line in keep_decorators] + body
+    return body
 
 
 def _missing_imports(new_tree: ast.Module, new_lines: list[str], source_lines: list[str]) -> list[str]:
@@ -198,11 +235,11 @@ def _member_edits(new: ast.ClassDef, old: ast.ClassDef, new_lines: list[str],
     if _statements(new):
         first_new = min((first_line(m) for m in _methods(new)), default=new.end_lineno + 1)
         first_old = min((first_line(m) for m in _methods(old)), default=old.end_lineno + 1)
-        header = "\n".join(_dedent(new_lines[new.body[0].lineno - 1 : first_new - 1])).rstrip()
+        header = _reindent(new_lines[new.body[0].lineno - 1 : first_new - 1], member_indent)
         # the old docstring stays unless the new statements bring their own
         keep_doc = is_docstring(old.body[0]) and not is_docstring(new.body[0])
         start = old.body[0].end_lineno if keep_doc else old.body[0].lineno - 1
-        text = [member_indent + line if line else "" for line in header.split("\n")]
+        text = "\n".join(header).rstrip().split("\n")
         edits.append((_Span(start, first_old - 1, member_indent, False), [""] * keep_doc + text + [""]))
     return edits
 

@@ -161,6 +161,25 @@ def test_a_class_written_without_its_docstring_keeps_it():
     assert out == source.replace("return 1", "return 2")
 
 
+TRACEBACK_TEST = ('class TestDebug:\n    def test_error(self):\n        check(\n            r"""\n'
+                  '  File ".*", line 2\n    \\^{12}\nZeroDivisionError\n""",\n        )\n\n'
+                  '    def test_other(self):\n        pass\n')
+
+
+def test_a_strings_lines_are_no_indentation_and_stay_as_written():
+    """A raw string's lines at the margin set no common indentation for the method around them (a replayed
+    jinja commit shifted its method and the string's content 4 columns right)."""
+    new = TRACEBACK_TEST.split("\n\n    def test_other")[0].replace("line 2", "line 3") + "\n"
+    assert replace_symbols(TRACEBACK_TEST, new) == TRACEBACK_TEST.replace("line 2", "line 3")
+
+
+def test_a_method_written_alone_moves_its_docstring_but_not_a_strings_content():
+    source = "class A:\n    def f(self):\n        pass\n"
+    new = 'def f(self):\n    """Doc.\n\n    More.\n    """\n    return """\nraw\n"""\n'
+    assert replace_symbols(source, new) == ('class A:\n    def f(self):\n        """Doc.\n\n        More.\n'
+                                            '        """\n        return """\nraw\n"""\n')
+
+
 def test_replace_definitions_edits_a_file_all_or_nothing(workspace):
     from deltaserve.tools.patch import replace_definitions
 
