@@ -7,8 +7,8 @@ edit format, for `deltaserve bench replay` (evals/bench/replay_commits.py).
 - search_replace: one SEARCH/REPLACE block per change, with two lines of context (what aider asks for).
 - symbol: the complete new version of each top-level function or class that changed; a class whose own
   statements did not change is written with only its changed methods (the partial form the format allows).
-  None where the format cannot say the change: statements outside definitions changed, or a definition
-  was removed.
+  None where the format cannot say the change: statements outside definitions changed, a definition
+  was removed, or one lost all its decorators.
 """
 
 from __future__ import annotations
@@ -91,15 +91,34 @@ def _class_reply(old: ast.ClassDef, new: ast.ClassDef, a: list[str], b: list[str
         return _text(b, new)
     changed = [name for name in _names(new.body)
                if _group_text(old.body, a, name) != _group_text(new.body, b, name)]
+    if not changed:
+        return _text(b, new)  # what changed is whitespace outside its methods (in its docstring, say)
     header = b[first_line(new) - 1 : min(first_line(n) for n in new.body) - 1]
     methods = [_text(b, n) for n in new.body if isinstance(n, DEFINITION) and n.name in changed]
     return "\n".join(header) + "\n" + "\n\n".join(methods)
+
+
+def _decorators_dropped(old_body: list[ast.AST], new_body: list[ast.AST]) -> bool:
+    """A function, class or method that lost all its decorators: the format keeps a definition's decorators
+    when its new version brings none (a model often leaves them out), so it cannot say that change."""
+    for name in _names(new_body):
+        olds, news = _named(old_body, name), _named(new_body, name)
+        if len(olds) != 1 or len(news) != 1:
+            continue
+        if olds[0].decorator_list and not news[0].decorator_list:
+            return True
+        if isinstance(olds[0], ast.ClassDef) and isinstance(news[0], ast.ClassDef) \
+                and _decorators_dropped(olds[0].body, news[0].body):
+            return True
+    return False
 
 
 def symbol_reply(path: str, old: str, new: str) -> str | None:
     try:
         old_tree, new_tree = ast.parse(old), ast.parse(new)
     except SyntaxError:
+        return None
+    if _decorators_dropped(old_tree.body, new_tree.body):
         return None
     a, b = old.split("\n"), new.split("\n")
     if _outside(old_tree.body, a, 1, len(a)) != _outside(new_tree.body, b, 1, len(b)):

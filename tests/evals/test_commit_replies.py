@@ -1,0 +1,28 @@
+"""evals/commit_replies: a real change written as a symbol reply, or None where the format cannot say it."""
+
+from __future__ import annotations
+
+from deltaserve.evals.commit_replies import symbol_reply
+from deltaserve.tools.symbols import replace_symbols
+
+
+def _code(reply: str) -> str:
+    return reply.split("```python\n", 1)[1].rsplit("```", 1)[0]
+
+
+def test_a_class_whose_docstring_changed_in_whitespace_only_is_written_whole():
+    """Not as its class line alone (a replayed rich commit reformatted a docstring: the reply was an empty
+    class, invalid Python)."""
+    old = 'class Tree:\n    """A tree.\n    \n    More.\n    """\n\n    def f(self):\n        pass\n'
+    new = old.replace("    \n", "\n")
+    reply = symbol_reply("tree.py", old, new)
+    assert _code(reply) == new and replace_symbols(old, _code(reply)) == new
+
+
+def test_a_definition_that_lost_its_decorators_cannot_be_said():
+    """The format keeps a definition's decorators when its new version brings none (a replayed pluggy
+    commit removed a test's filterwarnings mark: the reply kept it)."""
+    old = "@mark\ndef test_a():\n    pass\n\n\nclass A:\n    @staticmethod\n    def f():\n        pass\n"
+    assert symbol_reply("t.py", old, old.replace("@mark\n", "")) is None
+    assert symbol_reply("t.py", old, old.replace("    @staticmethod\n", "")) is None
+    assert symbol_reply("t.py", old, old.replace("@mark", "@other")) is not None
