@@ -13,15 +13,21 @@ from deltaserve.tools.fences import fenced_blocks
 from deltaserve.tools.patch import PatchResult, apply_patch
 from deltaserve.tools.workspace import Workspace
 
-_DIFF_LINE = re.compile(
-    r"^([ +\-\\]|@@|diff |index |new file|deleted file|similarity|rename |old mode|new mode|$)")
+_DIFF_LINE = re.compile(  # a blank line may keep the CR of a CRLF reply
+    r"^([ +\-\\]|@@|diff |index |new file|deleted file|similarity|rename |old mode|new mode|\r?$)")
 _HEADERS = re.compile(r"^--- .*\n\+\+\+ ", flags=re.MULTILINE)
 _HUNK_OR_GIT_LINE = re.compile(r"^(@@|diff --git )", flags=re.MULTILINE)
 
 
+def _lines(reply: str) -> list[str]:
+    r"""The reply's lines, split at "\n" only: str.splitlines also splits at a form feed, \v, \x1c-\x1e, \x85
+    and \u2028/\u2029, which a diff line may hold (a ^L page break in a source file)."""
+    return reply.removesuffix("\n").split("\n")
+
+
 def _bare_diff(reply: str) -> str:
     """A diff written without a fence: from the first `--- ` header while lines still look like a diff."""
-    lines = reply.splitlines()
+    lines = _lines(reply)
     start = next((i for i in range(len(lines) - 1)
                   if lines[i].startswith("--- ") and lines[i + 1].startswith("+++ ")), None)
     if start is None:
@@ -35,7 +41,7 @@ def _bare_diff(reply: str) -> str:
 def _fenced_diffs(reply: str, max_indent: int | None) -> list[str]:
     """Fenced blocks with ---/+++ headers. Fences at the margin first: inside a diff, " ```" is a context
     line (a Markdown file's code block, a docstring's example) and must not close the diff's fence."""
-    fenced = ("\n".join(block.body) + "\n" for block in fenced_blocks(reply.splitlines(), max_indent))
+    fenced = ("\n".join(block.body) + "\n" for block in fenced_blocks(_lines(reply), max_indent))
     return [text for text in fenced if _HEADERS.search(text)]
 
 

@@ -74,3 +74,13 @@ def test_whole_multi_file_result(ws):
     assert (ws.root / "pkg/new.py").read_text() == "x = 1\n"
     # re-sending the files as they now are changes nothing, so there is nothing to carry
     assert whole.counterfactual(whole.parse(render(result.new_contents)), ws) == ""
+
+
+def test_udiff_applies_a_diff_through_a_page_break_and_a_crlf_reply_alike(tmp_path):
+    (tmp_path / "m.py").write_text("import os\n\x0c\ndef f():\n    return 1\n")
+    udiff = formats.get("udiff")
+    reply = ("```diff\n--- a/m.py\n+++ b/m.py\n@@ -1,4 +1,4 @@\n import os\n \x0c\n def f():\n"
+             "-    return 1\n+    return 2\n```\n")
+    for text in (reply, reply.replace("\n", "\r\n")):
+        preview = udiff.apply(udiff.parse(text), Workspace(tmp_path), dry_run=True)
+        assert preview.new_contents == {"m.py": "import os\n\x0c\ndef f():\n    return 2\n"}

@@ -128,3 +128,11 @@ def test_whole_and_symbol_parse_keep_a_docstrings_markdown_example():
     reply = f"src/api.py\n```python\n{code}```\n\nThat is all.\n"
     assert whole.parse(reply) == [WholeFile("src/api.py", code)]
     assert [e.code for e in formats.get("symbol").parse(reply)] == [code]
+
+
+def test_udiff_parse_splits_lines_at_newlines_only():
+    """A form feed (a ^L page break in a source file) or a \\u2028 inside a diff line is that line's text
+    (str.splitlines split the line there, and the hunk no longer matched)."""
+    diff = "--- a/m.py\n+++ b/m.py\n@@ -1,3 +1,3 @@\n import os\n \x0c\n-X = 'a\u2028b'\n+X = 'c'\n"
+    assert udiff.parse(f"```diff\n{diff}```\n") == [diff]
+    assert udiff.parse(f"The fix:\n\n{diff}") == [diff]
