@@ -28,11 +28,12 @@ UNTRIED = ("repeated reply", "repeated edit", "not tried")
 
 class Trial(NamedTuple):
     """What one reply's edits did on a scratch copy; the counts and the code's state only when the tests
-    ran."""
+    ran; `why`: the first line of the error that stopped it (a parse or apply failure)."""
     outcome: str
     failing: int | None = None
     passed: int | None = None
     state: CodeState | None = None
+    why: str | None = None
 
 
 class CandidateOutcome(BaseModel):
@@ -42,6 +43,8 @@ class CandidateOutcome(BaseModel):
     passed: int | None = None  # passing tests after its edits, when the tests ran
     completion_tokens: int | None = None  # its own decode tokens, where the provider said
     decode_passes: int | None = None
+    why: str | None = None  # the first line of the error that stopped it (parse or apply failed)
+    reply: str = ""  # its text, so a run's trace shows what each candidate said (the kept one is `reply` too)
 
     def rank(self) -> tuple[int, int, int, int]:
         """Lower is better: passing, then most passing tests and fewest failing, then edits that did not
@@ -71,8 +74,8 @@ def try_reply(fmt, text: str, root: Path, test_cmd: str, timeout: float, allow_t
             return Trial("example copied")
         try:
             edits = fmt.parse(text)
-        except ValueError:
-            return Trial("parse failed")
+        except ValueError as exc:
+            return Trial("parse failed", why=_first_line(exc))
         if not edits:
             return Trial("no edits")
         edits, _ = repair_paths(edits, scratch, list(in_play))
@@ -80,15 +83,15 @@ def try_reply(fmt, text: str, root: Path, test_cmd: str, timeout: float, allow_t
             preview = fmt.apply(edits, scratch, dry_run=True)
             refused = refusal(preview, scratch, allow_test_edits, seen_in_part)
             if refused is not None:
-                return Trial(refused[0])
+                return Trial(refused[0], why=refused[1].splitlines()[0])
             state = code_state(scratch, originals or {}, preview.new_contents)
             if state in tried:
                 return Trial("repeated edit")
             fmt.apply(edits, scratch)
-        except NoChangesError:  # REPLACE identical to SEARCH: the agent's outcome for it too
-            return Trial("no-op edit")
-        except ToolError:
-            return Trial("apply failed")
+        except NoChangesError as exc:  # REPLACE identical to SEARCH: the agent's outcome for it too
+            return Trial("no-op edit", why=_first_line(exc))
+        except ToolError as exc:
+            return Trial("apply failed", why=_first_line(exc))
         result = run_tests(scratch, test_cmd, timeout=timeout, sandbox=sandbox)
         if result.ok:
             return Trial(PASSED, 0, result.passed, state)
@@ -96,6 +99,10 @@ def try_reply(fmt, text: str, root: Path, test_cmd: str, timeout: float, allow_t
         return Trial("tests fail", (result.failed + result.errors) or 1, result.passed, state)
     finally:
         shutil.rmtree(copy.parent, ignore_errors=True)
+
+
+def _first_line(exc: Exception) -> str:
+    return (str(getattr(exc, "message", None) or exc).strip().splitlines() or [type(exc).__name__])[0]
 
 
 def choose(texts: list[str], trial: Callable[[str], Trial], earlier: list[str],
@@ -106,7 +113,7 @@ def choose(texts: list[str], trial: Callable[[str], Trial], earlier: list[str],
     passed = False
     for i, text in enumerate(texts):
         own = per_choice[i] if per_choice and i < len(per_choice) else {}
-        counts = {key: own.get(key) for key in ("completion_tokens", "decode_passes")}
+        counts = {key: own.get(key) for key in ("completion_tokens", "decode_passes")} | {"reply": text}
         if passed:
             outcomes.append(CandidateOutcome(index=i, outcome="not tried", **counts))
         elif text.strip() in earlier or text.strip() in (t.strip() for t in texts[:i]):
@@ -114,7 +121,7 @@ def choose(texts: list[str], trial: Callable[[str], Trial], earlier: list[str],
         else:
             tried = trial(text)
             outcomes.append(CandidateOutcome(index=i, outcome=tried.outcome, failing=tried.failing,
-                                             passed=tried.passed, **counts))
+                                             passed=tried.passed, why=tried.why, **counts))
             passed = tried.outcome == PASSED
     best = min(outcomes, key=CandidateOutcome.rank)
     return best.index, outcomes

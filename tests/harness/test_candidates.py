@@ -43,6 +43,8 @@ def test_the_passing_candidate_is_kept_and_every_candidate_counted(project, quic
     (step,) = report.steps
     assert step.outcome == "tests pass" and step.reply == RIGHT
     assert [c.outcome for c in step.candidates] == ["tests fail", "no-op edit", "tests pass"]
+    assert [c.reply for c in step.candidates] == [WRONG, NOOP, RIGHT]  # the trace shows what each one said
+    assert "exactly as they were" in step.candidates[1].why and step.candidates[0].why is None
     assert step.candidates[0].failing == 1
     assert step.completion_tokens == 60 and step.decode_passes == 45  # all three decodes
     assert step.decode_passes_saved == step.whole_file_tokens - 45
@@ -108,4 +110,7 @@ def test_a_search_replace_candidate_changing_nothing_is_a_no_op_as_in_the_agent(
 
     same = (Path(__file__).parent / "replies" / "sr_no_op.txt").read_text()  # REPLACE == SEARCH
     trial = try_reply(formats.get("search_replace"), same, project, quick_test_cmd, 60, False, "none")
-    assert trial.outcome == "no-op edit"
+    assert trial.outcome == "no-op edit" and "have no changes" in trial.why
+    elsewhere = same.replace("a - b\n=======", "a / b\n=======")  # SEARCH text that is not in the file
+    trial = try_reply(formats.get("search_replace"), elsewhere, project, quick_test_cmd, 60, False, "none")
+    assert trial.outcome == "apply failed" and "was not applied" in trial.why
