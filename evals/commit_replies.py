@@ -32,7 +32,7 @@ def loose_udiff_reply(diff: str) -> str:
     """Git's extended headers are dropped, except for a file with no hunks (an empty file added or deleted:
     without `new file mode` nothing would say what happens to it)."""
     out = []
-    lines = diff.splitlines()
+    lines = diff.removesuffix("\n").split("\n")  # not splitlines: a line's CR or form feed is its text
     keep_header = False
     for i, line in enumerate(lines):
         if line.startswith("diff --git "):

@@ -49,6 +49,7 @@ class FilePatch:
     hunks: list[Hunk] = field(default_factory=list)
     executable: bool | None = None  # "new mode" / "new file mode": 100755 True, 100644 False, else None
     git: bool = False  # came with a `diff --git` header (a/ b/ prefixes are certain)
+    newline: str = "\n"  # a created file's: "\r\n" where every line the diff adds ends so (a CRLF file)
 
     @property
     def is_new(self) -> bool:
@@ -202,6 +203,7 @@ class _Section:
     executable: bool | None = None
     had_headers: bool = False
     hunks: list[tuple[int | None, list[str]]] = field(default_factory=list)
+    added_endings: set[str] = field(default_factory=set)  # "\n", "\r\n": how the added lines ended
 
     @property
     def awaits_headers(self) -> bool:
@@ -272,8 +274,9 @@ def _file_headers(lines: list[str], i: int, cur: _Section | None,
     return cur, i + (2 if has_pair else 1)
 
 
-def _hunk(lines: list[str], i: int, header: re.Match, cur: _Section) -> int:
-    """Add the hunk whose @@ header is line i to `cur`; the line after its body."""
+def _hunk(lines: list[str], i: int, header: re.Match, cur: _Section, crlf: list[bool]) -> int:
+    """Add the hunk whose @@ header is line i to `cur`; the line after its body. `crlf`: which lines ended
+    in CRLF."""
     j = i + 1
     while j < len(lines) and not _is_boundary(lines, j):
         j += 1
@@ -286,6 +289,7 @@ def _hunk(lines: list[str], i: int, header: re.Match, cur: _Section) -> int:
         body = _body_by_counts(region, old_len, new_len)
     if body is None:
         body = _body_by_shape(region, may_anchor=cur.old is not None and bool(old_len))
+    cur.added_endings.update("\r\n" if crlf[i + 1 + k] else "\n" for k, b in enumerate(body) if b[:1] == "+")
     body = [b if b else " " for b in body]
     if any(b[:1] != "\\" for b in body):
         # "-0,0" is a real position (insert at the top), so 0 is kept; no number at all is None.
@@ -295,6 +299,8 @@ def _hunk(lines: list[str], i: int, header: re.Match, cur: _Section) -> int:
 
 
 def _scan(lines: list[str], hint: str | None, sections: list[_Section]) -> None:
+    crlf = [line.endswith("\r") for line in lines]  # CRs are still here where the diff's are content
+    lines = [line.removesuffix("\r") for line in lines]
     cur: _Section | None = None
     pending = hint  # a file named on a line of its own, for hunks that come without headers
     i = 0
@@ -318,7 +324,7 @@ def _scan(lines: list[str], hint: str | None, sections: list[_Section]) -> None:
                         "'--- a/path' and '+++ b/path' lines")
                 cur, pending = _Section(pending, pending), None
                 sections.append(cur)
-            i = _hunk(lines, i, header, cur)
+            i = _hunk(lines, i, header, cur, crlf)
             continue
         elif _is_fence(line):
             cur = None
@@ -331,7 +337,11 @@ def _scan(lines: list[str], hint: str | None, sections: list[_Section]) -> None:
 
 def normalise(diff_text: str) -> tuple[str, list[_Section]]:
     """The clean diff text for unidiff and the sections (one per file entry, in order)."""
-    text = diff_text.lstrip("\ufeff").replace("\r\n", "\n")
+    text = diff_text.lstrip("\ufeff")
+    if text.count("\r\n") == text.count("\n"):
+        # every line in CRLF: the reply's line ends. Where only some are (git's diff of a CRLF file beside
+        # LF ones), they are content: a file the diff creates keeps them
+        text = text.replace("\r\n", "\n")
     if text.endswith("\n"):
         text = text[:-1]  # the last line's terminator, not an empty line after it
     sections: list[_Section] = []
@@ -364,7 +374,8 @@ def parse_diff(diff_text: str) -> list[FilePatch]:
                              "'+++ b/path' pair per file")
     out = []
     for sec, pf in zip(sections, patch_set, strict=True):
-        fp = FilePatch(sec.old, sec.new, executable=sec.executable, git=sec.git)
+        fp = FilePatch(sec.old, sec.new, executable=sec.executable, git=sec.git,
+                       newline="\r\n" if sec.added_endings == {"\r\n"} else "\n")
         for (start, _), uh in zip(sec.hunks, pf, strict=True):
             hunk = Hunk([], line_hint=start)
             prev = None

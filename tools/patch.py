@@ -241,9 +241,9 @@ def _final_newline(before: TextFile, hunks: list[Hunk], matches, n_lines: int) -
     return final
 
 
-def _created(hunks: list[Hunk], encoding: str = "utf-8") -> TextFile:
+def _created(hunks: list[Hunk], newline: str) -> TextFile:
     lines = [t for h in hunks for t in h.target]
-    tf = TextFile([], [], encoding)
+    tf = TextFile([], [], newline=newline)
     return tf.with_lines(lines, [None] * len(lines), final_newline=not any(h.new_no_newline for h in hunks))
 
 
@@ -253,8 +253,8 @@ def _plan_file_patch(ws: Workspace, plan: _Plan, fp: FilePatch, old: str | None,
         rel = new or old
         assert rel is not None
         existing = plan.current(rel)
-        created = _created(fp.hunks)
-        if existing is not None and existing.text.replace("\r\n", "\n") != created.text:
+        created = _created(fp.hunks, fp.newline)
+        if existing is not None and existing.text.replace("\r\n", "\n") != created.text.replace("\r\n", "\n"):
             raise PatchError(f"{rel} already exists, but the diff creates it as a new file; write a diff "
                              f"against its current content instead.", rel)
         if fp.executable is not None:

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from deltaserve.evals.commit_replies import symbol_reply
+from deltaserve.evals.commit_replies import loose_udiff_reply, symbol_reply
 from deltaserve.tools.symbols import replace_symbols
 
 
@@ -26,3 +26,11 @@ def test_a_definition_that_lost_its_decorators_cannot_be_said():
     assert symbol_reply("t.py", old, old.replace("@mark\n", "")) is None
     assert symbol_reply("t.py", old, old.replace("    @staticmethod\n", "")) is None
     assert symbol_reply("t.py", old, old.replace("@mark", "@other")) is not None
+
+
+def test_the_loose_diff_keeps_each_lines_text_and_ending():
+    """Only git's headers change: a CRLF file's CRs and a form feed stay in their lines."""
+    diff = ("diff --git a/make.bat b/make.bat\nnew file mode 100644\nindex 0000000..153be5e\n--- /dev/null\n"
+            "+++ b/make.bat\n@@ -0,0 +1,2 @@\n+@ECHO OFF\r\n+\x0c\r\n")
+    assert loose_udiff_reply(diff) == ("```diff\ndiff --git a/make.bat b/make.bat\n--- /dev/null\n"
+                                       "+++ make.bat\n@@ ... @@\n+@ECHO OFF\r\n+\x0c\r\n```\n")

@@ -315,6 +315,20 @@ def test_mixed_line_endings_untouched_lines_keep_theirs(workspace):
     assert (ws.root / "mix.txt").read_bytes() == b"a\r\nb\nC\r\nd\r\n"
 
 
+def test_a_file_created_by_a_diff_keeps_the_crlf_its_added_lines_have(workspace):
+    """git's diff of a new CRLF file (a .bat) beside LF files: the CRs are the file's (a replayed tomlkit
+    commit created docs/make.bat with LF); a reply in CRLF throughout still writes LF."""
+    ws = workspace({"calc.py": CALC})
+    diff = ("--- /dev/null\n+++ b/make.bat\n@@ -0,0 +1,2 @@\n+@ECHO OFF\r\n+pushd %~dp0\r\n"
+            "--- a/calc.py\n+++ b/calc.py\n@@ -4,2 +4,2 @@\n def add(a, b):\n-    return a + b\n"
+            "+    return b + a\n")
+    apply_patch(ws, diff)
+    assert (ws.root / "make.bat").read_bytes() == b"@ECHO OFF\r\npushd %~dp0\r\n"
+    assert (ws.root / "calc.py").read_text() == CALC.replace("a + b", "b + a")
+    apply_patch(ws, "--- /dev/null\r\n+++ b/new.txt\r\n@@ -0,0 +1,2 @@\r\n+one\r\n+two\r\n")
+    assert (ws.root / "new.txt").read_bytes() == b"one\ntwo\n"
+
+
 @dataclass
 class Bad:
     name: str
