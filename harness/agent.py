@@ -28,6 +28,7 @@ from deltaserve.harness.path_repair import repair_paths
 from deltaserve.harness.prefix_monitor import PrefixBreak, PrefixMonitor, chat_prompt_ids, reply_ids
 from deltaserve.harness.prompt import Prompt
 from deltaserve.harness.regressions import regressed
+from deltaserve.harness.stale_edits import rebase_stale_blocks
 from deltaserve.harness.stalls import StallPolicy
 from deltaserve.harness.task_prompt import first_prompt
 from deltaserve.harness.tokens import TokenCounter
@@ -389,9 +390,12 @@ class Agent:
         if not edits:
             return self._lookups(reply.text, make)
         edits, moved = repair_paths(edits, self.workspace, self.code_in_play())
+        edits, rebased = rebase_stale_blocks(edits, self.workspace, self.snapshot.originals)
         step_report, details = self._apply(edits, fmt, make, step)
-        if moved:  # said first: the model should name the real file next time
-            details = replace(details, feedback=f"{feedback.moved_edits(moved)}\n\n{details.feedback}")
+        said = [feedback.moved_edits(moved) if moved else "",
+                feedback.rebased_blocks(rebased) if rebased else ""]
+        if any(said):  # said first: the model should name the real file and its lines as they are next time
+            details = replace(details, feedback="\n\n".join([*filter(None, said), details.feedback]))
         return step_report, details
 
     def _apply(self, edits: list, fmt, make, step: int) -> tuple[StepReport, StepDetails]:

@@ -45,6 +45,13 @@ def moved_edits(moved) -> str:
     return f"Your edits named a file that does not exist: {said}. Name the file you fix by its real path."
 
 
+def rebased_blocks(rebased) -> str:
+    """SEARCH blocks that quoted lines as they were before the run's earlier edits (stale_edits.py)."""
+    said = "; ".join(f"{r.path} lines {r.start}-{r.end}" for r in rebased)
+    return (f"Your SEARCH text quoted lines as they were before your earlier edit, so it replaced those "
+            f"lines as they are now: {said}. Copy SEARCH text from the file as it is now (VIEW it).")
+
+
 def unreadable_edits(error: object) -> str:
     return f"Your edits could not be read; nothing was changed.\n{error}"
 
