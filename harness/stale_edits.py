@@ -16,6 +16,7 @@ from __future__ import annotations
 import dataclasses
 import difflib
 
+from deltaserve.errors import DeltaserveError
 from deltaserve.tools.search_replace import SearchReplace
 from deltaserve.tools.workspace import Workspace
 
@@ -35,12 +36,17 @@ def _indent(line: str) -> int:
     return len(line) - len(line.lstrip())
 
 
+def _matches(search: list[str], lines: list[str]) -> list[int]:
+    """Where `search` matches `lines`, each line compared without its indentation."""
+    squashed = [line.strip() for line in search]
+    n = len(search)
+    return [i for i in range(len(lines) - n + 1) if [line.strip() for line in lines[i:i + n]] == squashed]
+
+
 def _found_once(search: list[str], lines: list[str]) -> tuple[int, int] | None:
     """(start, shift): where `search` matches `lines` once with one indentation shift for all its
     non-blank lines (lines[i] indent = search indent + shift), else None."""
-    squashed = [line.strip() for line in search]
-    n = len(search)
-    hits = [i for i in range(len(lines) - n + 1) if [line.strip() for line in lines[i:i + n]] == squashed]
+    hits = _matches(search, lines)
     if len(hits) != 1:
         return None
     start = hits[0]
@@ -79,15 +85,14 @@ def rebase_stale_blocks(edits: list, workspace: Workspace,
     text before its first edit (None: created by the run)."""
     out, rebased = [], []
     for edit in edits:
-        original = originals.get(getattr(edit, "path", None) or "")
-        if not isinstance(edit, SearchReplace) or not original or not edit.search.strip() \
-                or not workspace.exists(edit.path):
+        original = _original(edit, workspace, originals)
+        if original is None:
             out.append(edit)
             continue
         current = _lines(workspace.read_text(edit.path))
         search = _lines(edit.search.strip("\n"))
-        if _found_once(search, current) is not None or [s.strip() for s in search] == [""]:
-            out.append(edit)  # it matches as it is (or only its shape is in doubt): the tools decide
+        if _matches(search, current):
+            out.append(edit)  # it matches as it is (once or several times): the tools decide
             continue
         before = _lines(original)
         found = _found_once(search, before)
@@ -103,3 +108,14 @@ def rebase_stale_blocks(edits: list, workspace: Workspace,
         out.append(dataclasses.replace(edit, search="\n".join(now) + "\n"))
         rebased.append(Rebased(edit.path, new_start + 1, new_end))
     return out, rebased
+
+
+def _original(edit, workspace: Workspace, originals: dict[str, str | None]) -> str | None:
+    """The text before the run of the existing file a SEARCH block edits, if the run has changed it."""
+    if not isinstance(edit, SearchReplace) or not edit.search.strip():
+        return None
+    try:
+        rel = workspace.relpath(edit.path)
+        return originals.get(rel) if workspace.exists(rel) else None
+    except DeltaserveError:  # a refused path: the apply says why
+        return None

@@ -40,7 +40,8 @@ def test_blocks_that_match_now_or_nowhere_before_are_left_as_written(tmp_path):
     invented = SearchReplace("geometry.py", "    return sorted(hull)\n", "    return hull\n")
     twice = SearchReplace("geometry.py", "    hull = lower[:-1]\n", "    hull = lower\n")  # not stale either
     untouched = SearchReplace("other.py", "x = 1\n", "x = 2\n")
-    edits = [matching, invented, twice, untouched]
+    outside = SearchReplace("../geometry.py", "        return hull[:1]\n", "        return []\n")
+    edits = [matching, invented, twice, untouched, outside]
     assert rebase_stale_blocks(edits, ws, {"geometry.py": ORIGINAL}) == (edits, [])
     assert rebase_stale_blocks(edits, ws, {}) == (edits, [])  # no edit of the run yet: nothing is stale
 
