@@ -34,7 +34,8 @@ from deltaserve.harness.task_prompt import first_prompt
 from deltaserve.harness.tokens import TokenCounter
 from deltaserve.harness.trace import TraceWriter
 from deltaserve.harness.tried_code import START, CodeState, code_state
-from deltaserve.harness.workspace_guard import Checkpoint, Snapshot, check_clean
+from deltaserve.harness.workspace_guard import Snapshot, check_clean
+from deltaserve.tools.checkpoint import Checkpoint
 from deltaserve.tools.fences import fenced_blocks
 from deltaserve.tools.localize import Localization, localize
 from deltaserve.tools.sandbox import choose as choose_sandbox

@@ -11,7 +11,6 @@ import tempfile
 from pathlib import Path
 
 from deltaserve.errors import DirtyWorkspaceError
-from deltaserve.tools.textfile import atomic_write
 
 _CACHES = frozenset({"__pycache__", ".pytest_cache", ".mypy_cache", ".ruff_cache"})  # left out of a copy
 # installed environments: linked from a copy, not copied (big, and a test command may name them:
@@ -86,21 +85,3 @@ class Snapshot:
                                         tofile=f"b/{path}" if after is not None else "/dev/null")
         no_newline = "\n\\ No newline at end of file\n"
         return "".join(line if line.endswith("\n") else line + no_newline for line in out)
-
-
-class Checkpoint:
-    """The bytes and mode of some files (None: absent) just before an edit, so that an edit can be undone
-    exactly: encoding, line endings and permissions as they were, a file it created removed."""
-
-    def __init__(self, workspace, paths):
-        self.workspace = workspace
-        self.saved = {p: (workspace.read_bytes(p), workspace.mode(p)) if workspace.exists(p) else None
-                      for p in paths}
-
-    def restore(self) -> None:
-        for path, saved in self.saved.items():
-            real = self.workspace.resolve(path)
-            if saved is None:
-                real.unlink(missing_ok=True)
-            else:
-                atomic_write(real, *saved)

@@ -1,6 +1,9 @@
 """The tools as an MCP server (stdio): view, grep, list_files, apply_patch, apply_search_replace,
-replace_definitions, write_file, run_tests, localize and savings over one workspace root. Start with
+replace_definitions, write_file, undo, run_tests, localize and savings over one workspace root. Start with
 `deltaserve mcp --root DIR`.
+
+Every edit the server writes can be undone, last first (`undo`): the files it changed come back byte for
+byte (tools/checkpoint.py), a file it created is removed.
 
 With an EditAccounting (tools/edit_accounting.py), every edit's result also carries its decode accounting
 (the edit's tokens, the whole-file counterfactual's, the tokens saved) as a text line and as structured
@@ -16,6 +19,7 @@ from __future__ import annotations
 
 import functools
 import os
+from collections.abc import Callable
 
 from mcp.server import MCPServer
 from mcp.server.mcpserver.exceptions import ToolError as MCPToolError
@@ -24,6 +28,7 @@ from mcp.types import CallToolResult, TextContent
 from deltaserve import errors
 from deltaserve.tools import files, patch, tests
 from deltaserve.tools import localize as localization
+from deltaserve.tools.checkpoint import Checkpoint
 from deltaserve.tools.edit_accounting import EditAccounting, SavingsTotals
 from deltaserve.tools.sandbox import choose
 from deltaserve.tools.workspace import Workspace
@@ -63,10 +68,38 @@ def _edit_result(result: patch.PatchResult, dry_run: bool, edit_text: str | None
                           structured_content=cost.model_dump())
 
 
+class EditHistory:
+    """The edits written so far, each with its checkpoint, for `undo`."""
+
+    def __init__(self, ws: Workspace):
+        self.ws = ws
+        self.done: list[tuple[Checkpoint, list[str]]] = []
+
+    def write(self, edit: Callable[[bool], patch.PatchResult], dry_run: bool) -> patch.PatchResult:
+        """`edit(dry_run)` for real, remembering the files it changes as they were (a dry run first: it
+        raises before anything is written when the edit cannot apply)."""
+        if dry_run:
+            return edit(True)
+        changed = edit(True).files_changed
+        checkpoint = Checkpoint(self.ws, changed)
+        result = edit(False)
+        if result.files_changed:
+            self.done.append((checkpoint, list(result.files_changed)))
+        return result
+
+    def undo(self) -> list[str]:
+        if not self.done:
+            raise errors.ToolError("Nothing to undo: no edit has been written through this server.")
+        checkpoint, paths = self.done.pop()
+        checkpoint.restore()
+        return paths
+
+
 def build_server(root: str | os.PathLike[str], test_command: str = tests.DEFAULT_COMMAND,
                  test_timeout: float = 300.0, accounting: EditAccounting | None = None,
                  sandbox: str = "auto") -> MCPServer:
     ws, box = Workspace(root), choose(sandbox)
+    history = EditHistory(ws)
     mcp = MCPServer(
         "deltaserve-tools",
         instructions=f"File, patch and test tools over the workspace {ws.root}. Paths are relative to it.",
@@ -98,14 +131,16 @@ def build_server(root: str | os.PathLike[str], test_command: str = tests.DEFAULT
     @_model_errors
     def apply_patch(diff: str, dry_run: bool = False) -> CallToolResult:
         """Apply a unified diff (one or more files; new, deleted, renamed). All or nothing."""
-        return _edit_result(patch.apply_patch(ws, diff, dry_run=dry_run), dry_run, diff, accounting)
+        result = history.write(lambda dry: patch.apply_patch(ws, diff, dry_run=dry), dry_run)
+        return _edit_result(result, dry_run, diff, accounting)
 
     @mcp.tool()
     @_model_errors
     def apply_search_replace(path: str, search: str, replace: str, dry_run: bool = False) -> CallToolResult:
         """Replace the single place in `path` matching `search` with `replace` (an empty search creates
         the file)."""
-        result = patch.apply_search_replace(ws, path, search, replace, dry_run=dry_run)
+        result = history.write(lambda dry: patch.apply_search_replace(ws, path, search, replace, dry_run=dry),
+                               dry_run)
         return _edit_result(result, dry_run, "\n".join((path, search, replace)), accounting)
 
     @mcp.tool()
@@ -114,15 +149,23 @@ def build_server(root: str | os.PathLike[str], test_command: str = tests.DEFAULT
         """Replace whole Python functions or classes by name: `code` holds the complete new version of each
         one you change (a method may be written alone, without its class); new ones are added beside their
         neighbours. Nothing old is copied, and it costs a function, not the file. All or nothing."""
-        result = patch.replace_definitions(ws, path, code, dry_run=dry_run)
+        result = history.write(lambda dry: patch.replace_definitions(ws, path, code, dry_run=dry), dry_run)
         return _edit_result(result, dry_run, "\n".join((path, code)), accounting)
 
     @mcp.tool()
     @_model_errors
     def write_file(path: str, content: str, dry_run: bool = False) -> CallToolResult:
         """Replace or create a whole file (keeps an existing file's newline style and mode)."""
-        result = patch.write_file(ws, path, content, dry_run=dry_run)
+        result = history.write(lambda dry: patch.write_file(ws, path, content, dry_run=dry), dry_run)
         return _edit_result(result, dry_run, None, accounting)  # a whole-file reply: it saves nothing
+
+    @mcp.tool()
+    @_model_errors
+    def undo() -> str:
+        """Undo the last edit written through this server (then the one before it, and so on): its files
+        come back exactly as they were, a file it created is removed."""
+        paths = history.undo()
+        return f"Undone: {', '.join(paths)} as before that edit ({len(history.done)} earlier edits left)."
 
     @mcp.tool()
     @_model_errors

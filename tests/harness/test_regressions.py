@@ -10,7 +10,7 @@ from types import SimpleNamespace
 import pytest
 
 from deltaserve.harness.regressions import regressed
-from deltaserve.harness.workspace_guard import Checkpoint
+from deltaserve.tools.checkpoint import Checkpoint
 from deltaserve.tools.workspace import Workspace
 
 from .test_small_model_replies import run

@@ -59,7 +59,8 @@ def test_a_block_spanning_lines_an_earlier_edit_inserted_takes_them_whole(tmp_pa
 
 def test_the_agent_applies_a_stale_block_and_says_so(project, quick_test_cmd):
     from deltaserve.harness import Agent
-    from tests.harness.test_small_model_replies import MODEL, scripted
+
+    from .test_small_model_replies import MODEL, scripted
 
     def block(search, replace):
         return f"calc.py\n```\n<<<<<<< SEARCH\n{search}\n=======\n{replace}\n>>>>>>> REPLACE\n```\n"

@@ -15,7 +15,7 @@ from deltaserve.tools import sandbox
 from deltaserve.tools.sandbox import bwrap_problem
 
 EXPECTED_TOOLS = {"view", "list_files", "grep", "apply_patch", "apply_search_replace", "replace_definitions",
-                  "write_file", "run_tests", "localize", "savings"}
+                  "write_file", "undo", "run_tests", "localize", "savings"}
 FIX_ADD = "--- a/calc.py\n+++ b/calc.py\n@@ @@\n def add(a, b):\n-    return a - b\n+    return a + b\n"
 WITH_SUB = "def add(a, b):\n    return a + b\n\n\ndef sub(a, b):\n    return a - b\n"
 BREAK_MUL = "--- a/calc.py\n+++ b/calc.py\n@@ @@\n def mul(a, b):\n-    return a * b\n+    return 0\n"
@@ -89,6 +89,9 @@ def test_every_tool_over_stdio(workspace):
                                                      {"path": "calc.py", "code": "x = ("})
             out["write"] = await client.call_tool("write_file",
                                                   {"path": "notes/todo.txt", "content": "ship it"})
+            out["defs_on_disk"] = (ws.root / "calc.py").read_text()
+            out["undo_write"] = await client.call_tool("undo", {})
+            out["undo_defs"] = await client.call_tool("undo", {})
             out["bad_patch"] = await client.call_tool("apply_patch", {"diff": BREAK_MUL})
             out["escape"] = await client.call_tool("view", {"path": "../../etc/passwd"})
 
@@ -105,9 +108,13 @@ def test_every_tool_over_stdio(workspace):
     assert "1 passed, 0 failed" in _text(out["tests_after"]) and not out["tests_after"].is_error
     assert f"sandbox: {'none' if bwrap_problem() else 'bwrap'}" in _text(out["tests_after"])  # auto's pick
     assert not out["sr"].is_error and not out["defs"].is_error
-    assert (ws.root / "calc.py").read_text() == WITH_SUB
+    assert out["defs_on_disk"] == WITH_SUB
     assert out["bad_defs"].is_error and "not valid Python" in _text(out["bad_defs"])
-    assert (ws.root / "notes" / "todo.txt").read_text() == "ship it\n"
+    # undo, last edit first: the created file removed, then replace_definitions' change reverted
+    assert "Undone: notes/todo.txt" in _text(out["undo_write"])
+    assert not (ws.root / "notes" / "todo.txt").exists()
+    assert "2 earlier edits left" in _text(out["undo_defs"])
+    assert (ws.root / "calc.py").read_text() == "def add(a, b):\n    return b + a\n"
     assert out["bad_patch"].is_error
     bad_patch = _text(out["bad_patch"])
     assert "Closest lines in calc.py" in bad_patch and "No files were changed" in bad_patch
@@ -141,3 +148,21 @@ def test_localize_over_stdio(workspace):
     assert text.endswith("Only the failing tests run these lines (measured with coverage):\n"
                          "- calc.py:3 (in _scale)")
     assert "No suspects from coverage: not a pytest command." in _text(out["other"])
+
+
+def test_undo_restores_bytes_and_mode_and_says_when_there_is_nothing(workspace):
+    from deltaserve.errors import ToolError
+    from deltaserve.tools import patch
+    from deltaserve.tools.mcp_server import EditHistory
+
+    ws = workspace({"run.sh": "echo hi\r\n"})
+    (ws.root / "run.sh").chmod(0o755)
+    history = EditHistory(ws)
+    bye = "echo bye"
+    history.write(lambda dry: patch.apply_search_replace(ws, "run.sh", "echo hi", bye, dry_run=dry), False)
+    history.write(lambda dry: patch.write_file(ws, "run.sh", "echo bye\n", dry_run=dry), True)  # a dry run
+    assert (ws.root / "run.sh").read_bytes() == b"echo bye\r\n"
+    assert history.undo() == ["run.sh"]
+    assert (ws.root / "run.sh").read_bytes() == b"echo hi\r\n" and os.access(ws.root / "run.sh", os.X_OK)
+    with pytest.raises(ToolError, match="Nothing to undo"):
+        history.undo()
