@@ -127,6 +127,12 @@ def parse_search_replace_blocks(text: str) -> list[SearchReplace]:
             raise PatchError(f"SEARCH/REPLACE block {n} ({path}) has no ======= line after its SEARCH part.",
                              path, n)
         k = _next_marker(lines, j + 1)
+        if k < len(lines) and _DIVIDER.match(lines[k]):
+            # an underline of = in the text (a reStructuredText heading) reads as a divider: which is the
+            # real one cannot be told, so the model hears how to write the block instead
+            raise PatchError(f"SEARCH/REPLACE block {n} ({path}) has more than one ======= line: a line of "
+                             "only '=' characters (a heading's underline) cannot be told from the divider; "
+                             "split the change into blocks that leave such lines out.", path, n)
         if k >= len(lines) or not _REPLACE.match(lines[k]):
             raise PatchError(f"SEARCH/REPLACE block {n} ({path}) is not closed with a >>>>>>> REPLACE line.",
                              path, n)

@@ -92,6 +92,9 @@ def test_several_blocks_in_one_fence_share_the_filename():
 @pytest.mark.parametrize("text,msg", [
     ("calc.py\n<<<<<<< SEARCH\na\n>>>>>>> REPLACE\n", "no ======= line"),
     ("calc.py\n<<<<<<< SEARCH\na\n=======\nb\n", "not closed"),
+    # a heading's underline in the text (replayed jinja, marshmallow and werkzeug docs commits)
+    ("index.rst\n<<<<<<< SEARCH\nAPI\n=======\nold\n=======\nAPI\n=======\nnew\n>>>>>>> REPLACE\n",
+     "more than one ======= line"),
     ("<<<<<<< SEARCH\na\n=======\nb\n>>>>>>> REPLACE\n", "no file name"),
 ])
 def test_parse_errors(text, msg):
