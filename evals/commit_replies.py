@@ -8,7 +8,7 @@ edit format, for `deltaserve bench replay` (evals/bench/replay_commits.py).
 - symbol: the complete new version of each top-level function or class that changed; a class whose own
   statements did not change is written with only its changed methods (the partial form the format allows).
   None where the format cannot say the change: statements outside definitions changed, a definition
-  was removed, or one lost all its decorators.
+  was removed, one lost all its decorators, or a class lost its docstring or all its own statements.
 """
 
 from __future__ import annotations
@@ -16,7 +16,7 @@ from __future__ import annotations
 import ast
 import difflib
 
-from deltaserve.tools.symbols import first_line
+from deltaserve.tools.symbols import first_line, is_docstring, left_out_statements
 
 DEFINITION = (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)
 SEARCH_REPLACE_CONTEXT = 2
@@ -133,6 +133,9 @@ def symbol_reply(path: str, old: str, new: str) -> str | None:
         if len(olds) == len(news) == 1 and all(isinstance(n, ast.ClassDef) for n in (*olds, *news)):
             if set(_names(olds[0].body)) - set(_names(news[0].body)):
                 return None  # a method removed: a SEARCH/REPLACE edit, not this format
+            if left_out_statements(news[0], olds[0]) or (is_docstring(olds[0].body[0])
+                                                         and not is_docstring(news[0].body[0])):
+                return None  # its own statements or docstring removed: the format keeps what it leaves out
             blocks.append(_class_reply(olds[0], news[0], a, b))
         else:
             blocks.append(_group_text(new_tree.body, b, name))

@@ -8,7 +8,8 @@ as written; a docstring's follow the code), and keeps the old decorators when it
 A class written with only some of the methods it has (a model shown part of a file writes the class line
 and the method it fixes) edits those members: each method replaces its namesake or is added at the class's
 end, new class-level statements replace the old ones above the first method, and the methods and
-class-level statements it leaves out stay (removing one is a SEARCH/REPLACE edit).
+class-level statements it leaves out stay (removing one is a SEARCH/REPLACE edit; one defining a name
+the class now defines itself, like methods under `if sys.version_info`, is what that definition replaces).
 Imports in the new code that the module lacks are added after its last top-level import. A definition the
 module (or class) does not have yet goes where the reply puts it among the ones it has: after the one written
 just before it, else before the one written just after it (a new helper above the function that uses it, a
@@ -212,13 +213,34 @@ def _statements(node: ast.ClassDef) -> list[ast.AST]:
     return [c for c in node.body if not isinstance(c, _DEFINITION) and not is_docstring(c)]
 
 
+def _binds(node: ast.AST) -> set[str]:
+    """The names a class-level statement defines or assigns, inside its `if`/`try` blocks too."""
+    if isinstance(node, _DEFINITION):
+        return {node.name}
+    targets = node.targets if isinstance(node, ast.Assign) else [getattr(node, "target", None)]
+    names = {n.id for t in targets if t is not None for n in ast.walk(t) if isinstance(n, ast.Name)}
+    for block in ("body", "orelse", "finalbody", "handlers"):
+        for child in getattr(node, block, []):
+            names |= _binds(child)
+    return names
+
+
+def left_out_statements(new: ast.ClassDef, old: ast.ClassDef) -> list[ast.AST]:
+    """The old class-level statements a new version of the class leaves out, and so keeps: all of them when
+    it has none of its own (`__slots__ = ()` above the one method a model rewrote), except those defining a
+    name it defines itself (the methods under `if sys.version_info ...` it now defines once)."""
+    if _statements(new):
+        return []
+    defined = {m.name for m in _methods(new)}
+    return [s for s in _statements(old) if not _binds(s) & defined]
+
+
 def _leaves_out_members(new: ast.ClassDef, old: ast.ClassDef) -> bool:
-    """The new class lacks some old methods, all the old class-level statements (`__slots__ = ()` above
-    the one method a model rewrote) or the old docstring: it edits those members, it does not replace the
-    class."""
+    """The new class lacks some old methods, old class-level statements (`left_out_statements`) or the old
+    docstring: it edits those members, it does not replace the class."""
     methods_left_out = Counter(m.name for m in _methods(old)) - Counter(m.name for m in _methods(new))
     docstring_left_out = is_docstring(old.body[0]) and not is_docstring(new.body[0])
-    return bool(methods_left_out) or (bool(_statements(old)) and not _statements(new)) or docstring_left_out
+    return bool(methods_left_out) or bool(left_out_statements(new, old)) or docstring_left_out
 
 
 def _member_edits(new: ast.ClassDef, old: ast.ClassDef, new_lines: list[str],

@@ -34,3 +34,13 @@ def test_the_loose_diff_keeps_each_lines_text_and_ending():
             "+++ b/make.bat\n@@ -0,0 +1,2 @@\n+@ECHO OFF\r\n+\x0c\r\n")
     assert loose_udiff_reply(diff) == ("```diff\ndiff --git a/make.bat b/make.bat\n--- /dev/null\n"
                                        "+++ make.bat\n@@ ... @@\n+@ECHO OFF\r\n+\x0c\r\n```\n")
+
+
+def test_a_class_that_lost_its_own_statements_or_docstring_cannot_be_said():
+    """The format keeps what a class is written without (a replayed scrapy commit removed two class
+    attributes: the reply kept them)."""
+    old = 'class E:\n    """Doc."""\n\n    FORMAT = "%Y"\n\n    def f(self):\n        return self.FORMAT\n'
+    without_attribute = old.replace('    FORMAT = "%Y"\n\n', "").replace("self.FORMAT", "1")
+    assert symbol_reply("e.py", old, without_attribute) is None
+    assert symbol_reply("e.py", old, old.replace('    """Doc."""\n\n', "")) is None
+    assert symbol_reply("e.py", old, old.replace('"%Y"', '"%m"')) is not None

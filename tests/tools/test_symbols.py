@@ -161,6 +161,21 @@ def test_a_class_written_without_its_docstring_keeps_it():
     assert out == source.replace("return 1", "return 2")
 
 
+def test_a_class_defining_plainly_what_it_defined_under_an_if_replaces_the_if():
+    """The `if sys.version_info` block is what the new method replaces, not a statement the model left out
+    (a replayed tornado commit kept it: the method was defined twice)."""
+    source = ("class Executor:\n    def submit(self, fn):\n        return fn()\n\n"
+              "    if sys.version_info >= (3, 9):\n\n        def shutdown(self, wait=True, cancel=False):\n"
+              "            pass\n\n    else:\n\n"
+              "        def shutdown(self, wait=True):\n            pass\n")
+    new = ("class Executor:\n    def submit(self, fn):\n        return fn()\n\n"
+           "    def shutdown(self, wait=True, cancel=False):\n        pass\n")
+    assert replace_symbols(source, new) == new
+    # a statement defining nothing the class defines is still kept
+    slots = source.replace("class Executor:\n", "class Executor:\n    __slots__ = ()\n\n")
+    assert "__slots__ = ()" in replace_symbols(slots, new)
+
+
 TRACEBACK_TEST = ('class TestDebug:\n    def test_error(self):\n        check(\n            r"""\n'
                   '  File ".*", line 2\n    \\^{12}\nZeroDivisionError\n""",\n        )\n\n'
                   '    def test_other(self):\n        pass\n')
