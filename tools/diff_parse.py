@@ -335,12 +335,17 @@ def _scan(lines: list[str], hint: str | None, sections: list[_Section]) -> None:
         i += 1
 
 
+def _crs_are_content(text: str) -> bool:
+    """Whether a diff's CRLF line ends are its files' (git's diff of a CRLF file: its own ---, +++, @@ lines
+    end in LF, and a file it creates keeps them) rather than the reply's (sent in CRLF, headers too)."""
+    headers = [line for line in text.split("\n") if line.startswith(("--- ", "+++ ", "@@", "diff --git "))]
+    return "\r\n" in text and bool(headers) and not any(line.endswith("\r") for line in headers)
+
+
 def normalise(diff_text: str) -> tuple[str, list[_Section]]:
     """The clean diff text for unidiff and the sections (one per file entry, in order)."""
     text = diff_text.lstrip("\ufeff")
-    if text.count("\r\n") == text.count("\n"):
-        # every line in CRLF: the reply's line ends. Where only some are (git's diff of a CRLF file beside
-        # LF ones), they are content: a file the diff creates keeps them
+    if not _crs_are_content(text):
         text = text.replace("\r\n", "\n")
     if text.endswith("\n"):
         text = text[:-1]  # the last line's terminator, not an empty line after it

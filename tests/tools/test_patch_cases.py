@@ -327,6 +327,8 @@ def test_a_file_created_by_a_diff_keeps_the_crlf_its_added_lines_have(workspace)
     assert (ws.root / "calc.py").read_text() == CALC.replace("a + b", "b + a")
     apply_patch(ws, "--- /dev/null\r\n+++ b/new.txt\r\n@@ -0,0 +1,2 @@\r\n+one\r\n+two\r\n")
     assert (ws.root / "new.txt").read_bytes() == b"one\ntwo\n"
+    apply_patch(ws, "--- /dev/null\r\n+++ b/more.txt\r\n@@ @@\n+one\r\n")  # one header lost its CR
+    assert (ws.root / "more.txt").read_bytes() == b"one\n"
 
 
 @dataclass
