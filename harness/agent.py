@@ -24,7 +24,7 @@ from deltaserve.harness.fault_hints import fault_hint, quoted_tests
 from deltaserve.harness.format_choice import FormatPlan
 from deltaserve.harness.formats import auto, whole
 from deltaserve.harness.formats.reminders import reminder
-from deltaserve.harness.path_repair import repair_paths
+from deltaserve.harness.path_repair import repair_misnamed, repair_paths
 from deltaserve.harness.prefix_monitor import PrefixBreak, PrefixMonitor, chat_prompt_ids, reply_ids
 from deltaserve.harness.prompt import Prompt
 from deltaserve.harness.regressions import regressed
@@ -392,6 +392,8 @@ class Agent:
             return self._lookups(reply.text, make)
         edits, moved = repair_paths(edits, self.workspace, self.code_in_play())
         edits, rebased = rebase_stale_blocks(edits, self.workspace, self.snapshot.originals)
+        edits, misnamed = repair_misnamed(edits, self.workspace, self.code_in_play())
+        moved += misnamed
         step_report, details = self._apply(edits, fmt, make, step)
         said = [feedback.moved_edits(moved) if moved else "",
                 feedback.rebased_blocks(rebased) if rebased else ""]

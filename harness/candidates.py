@@ -15,7 +15,7 @@ from pydantic import BaseModel
 
 from deltaserve.errors import NoChangesError, ToolError
 from deltaserve.harness.edit_checks import copied_placeholders, refusal
-from deltaserve.harness.path_repair import repair_paths
+from deltaserve.harness.path_repair import repair_misnamed, repair_paths
 from deltaserve.harness.stale_edits import rebase_stale_blocks
 from deltaserve.harness.tried_code import CodeState, code_state
 from deltaserve.harness.workspace_guard import make_copy
@@ -81,6 +81,7 @@ def try_reply(fmt, text: str, root: Path, test_cmd: str, timeout: float, allow_t
             return Trial("no edits")
         edits, _ = repair_paths(edits, scratch, list(in_play))
         edits, _ = rebase_stale_blocks(edits, scratch, originals or {})
+        edits, _ = repair_misnamed(edits, scratch, list(in_play))
         try:
             preview = fmt.apply(edits, scratch, dry_run=True)
             refused = refusal(preview, scratch, allow_test_edits, seen_in_part)

@@ -41,8 +41,10 @@ def describe_tests(result, cmd: str, tail_chars: int = OUTPUT_TAIL_CHARS) -> str
 def moved_edits(moved) -> str:
     """Edits that named a missing file and were applied to the file their code belongs to
     (harness/path_repair.py)."""
-    said = "; ".join(f"{m.named} does not exist, so the edit went to {m.applied_to}" for m in moved)
-    return f"Your edits named a file that does not exist: {said}. Name the file you fix by its real path."
+    said = "; ".join(f"{m.named} does not exist, so the edit went to {m.applied_to}" if m.missing else
+                     f"{m.named} does not hold the SEARCH text, {m.applied_to} does, so the edit went there"
+                     for m in moved)
+    return f"Your edits named the wrong file: {said}. Name the file you fix by its real path."
 
 
 def rebased_blocks(rebased) -> str:

@@ -13,6 +13,11 @@ when its own text singles out one file among those in play:
   with what may be less) or creates one (an empty SEARCH).
 
 Anything else stays as written: a new file, or an apply error the model is told about.
+
+A SEARCH/REPLACE block naming a file that exists but does not hold its SEARCH text (whitespace aside) goes
+to the one other file in play that does (`repair_misnamed`: the model named the module it was reading,
+say, while quoting a function of the one beside it). It runs after stale blocks are re-aimed
+(stale_edits.py), so a block quoting the named file's own earlier text stays there.
 """
 
 from __future__ import annotations
@@ -33,6 +38,7 @@ DEFINITIONS = (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)
 class Moved:
     named: str  # the path the reply wrote
     applied_to: str  # the file its edit was aimed at instead
+    missing: bool = True  # `named` does not exist (else: it does, but its SEARCH text is elsewhere)
 
 
 def _squashed(text: str) -> str:
@@ -111,5 +117,37 @@ def repair_paths(edits: list, workspace: Workspace, in_play: list[str]) -> tuple
         if len(hits) == 1:
             edit = dataclasses.replace(edit, path=hits[0])
             moved.append(Moved(path, hits[0]))
+        repaired.append(edit)
+    return repaired, moved
+
+
+def repair_misnamed(edits: list, workspace: Workspace, in_play: list[str]) -> tuple[list, list[Moved]]:
+    """(edits whose SEARCH text is not in the existing file they name but in exactly one other file of
+    `in_play` re-aimed there, the moves)."""
+    repaired, moved = [], []
+    files: dict[str, _Candidate] = {}
+
+    def candidate(path: str) -> _Candidate:
+        if path not in files:
+            files[path] = _Candidate(workspace.read_text(path))
+        return files[path]
+
+    for edit in edits:
+        if not isinstance(edit, SearchReplace) or not edit.search.strip() or _missing(workspace, edit.path):
+            repaired.append(edit)
+            continue
+        try:
+            named = workspace.relpath(edit.path)
+            found = _belongs(edit, candidate(named))
+        except DeltaserveError:  # a refused or unreadable path: the apply says why
+            found = True
+        if found:
+            repaired.append(edit)
+            continue
+        hits = [p for p in in_play
+                if p != named and not _missing(workspace, p) and _belongs(edit, candidate(p))]
+        if len(hits) == 1:
+            moved.append(Moved(edit.path, hits[0], missing=False))
+            edit = dataclasses.replace(edit, path=hits[0])
         repaired.append(edit)
     return repaired, moved

@@ -76,3 +76,20 @@ def test_a_candidate_is_tried_with_its_path_repaired_as_the_agent_would(project,
                       "none", ["calc.py"])
     assert (tried.outcome, tried.failing) == ("tests pass", 0)
     assert "return a - b" in (project / "calc.py").read_text()  # a scratch copy was edited, not the project
+
+
+def test_a_search_block_naming_the_wrong_existing_file_goes_to_the_one_holding_its_text(package):
+    from deltaserve.harness.path_repair import repair_misnamed
+
+    in_play = ["stats/summary.py", "stats/other.py"]
+    # a 1.5B model's reply: the function it quotes lives in the module beside the one it named
+    misnamed = SearchReplace("stats/summary.py", "def total(xs):\n    return sum(xs) / len(xs)\n",
+                             "def total(xs):\n    return sum(xs)\n")
+    edits, moved = repair_misnamed([misnamed], package, in_play)
+    assert edits[0].path == "stats/other.py" and moved == [Moved("stats/summary.py", "stats/other.py", False)]
+    # the text is in the named file (too), in no file, or in two others: left as written
+    for search in ("    return sum(xs) / len(xs)\n", "    return 42\n"):
+        kept = SearchReplace("stats/summary.py", search, "")
+        assert repair_misnamed([kept], package, in_play) == ([kept], [])
+    (package.root / "stats" / "third.py").write_text("def total(xs):\n    return sum(xs) / len(xs)\n")
+    assert repair_misnamed([misnamed], package, [*in_play, "stats/third.py"])[1] == []
