@@ -14,6 +14,7 @@ from dataclasses import dataclass
 
 from deltaserve.harness.prompt import render_file
 from deltaserve.tools.files import grep
+from deltaserve.tools.textfile import split_lines
 
 MAX_VIEW_LINES = 200
 MAX_GREP_HITS = 50
@@ -55,7 +56,7 @@ def serve(lookup: Lookup, workspace, numbered: bool = True) -> str:
 
 
 def _view(lookup: Lookup, workspace, numbered: bool) -> str:
-    lines = workspace.read_text(lookup.target).splitlines()
+    lines = split_lines(workspace.read_text(lookup.target))[0]
     start = max(1, lookup.start or 1)
     end = min(len(lines), lookup.end or len(lines), start + MAX_VIEW_LINES - 1)
     body = render_file(workspace.relpath(lookup.target), "\n".join(lines[start - 1 : end]), numbered, start)

@@ -12,6 +12,7 @@ import copy
 
 from deltaserve.errors import PromptError
 from deltaserve.tools.fences import fence_for
+from deltaserve.tools.textfile import split_lines
 
 SYSTEM = """You are a careful software engineer fixing a bug in the repository shown below.
 Make the smallest change that makes the failing tests pass. Never edit the tests unless the task says so.
@@ -25,7 +26,7 @@ def render_file(path: str, content: str, numbered: bool, first_line: int = 1,
                 line_numbers: tuple[int | None, ...] | None = None) -> str:
     """A file as the model sees it: its path, then its text in a fence (line-numbered for diff formats).
     `line_numbers`: each line's own number (an excerpt's; None for a fold marker), else from first_line."""
-    lines = content.splitlines()
+    lines = split_lines(content)[0]  # at line ends only: a form feed (^L) or \u2028 inside a line stays
     if numbered:
         numbers = line_numbers or range(first_line, first_line + len(lines))
         width = len(str(max((n for n in numbers if n is not None), default=1)))

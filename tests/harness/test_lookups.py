@@ -20,3 +20,15 @@ def test_view_serves_numbered_ranges_and_explains_bad_paths(tmp_path):
     assert "(lines 3-4 of 30)" in out
     assert "does not exist" in lookups.serve(Lookup("view", "nope.py"), ws)
     assert ".." in lookups.serve(Lookup("view", "../etc/passwd"), ws)
+
+
+def test_a_form_feed_inside_a_line_keeps_the_line_numbers_true(tmp_path):
+    from deltaserve.harness.prompt import render_file
+    from deltaserve.tools.workspace import Workspace
+
+    text = "import os\n\x0c\ndef f():\n    return 1  # \u2028 a line separator in a comment\n"
+    (tmp_path / "m.py").write_text(text)
+    out = lookups.serve(Lookup("view", "m.py", 3, 3), Workspace(tmp_path))
+    assert "3 | def f():" in out and "(lines 3-3 of 4)" in out
+    shown = render_file("m.py", text, numbered=True, line_numbers=(1, 2, 3, 4))
+    assert "4 |     return 1" in shown
