@@ -7,6 +7,8 @@ import os
 import re
 import shlex
 
+from deltaserve.tools.test_output import without_durations
+
 OUTPUT_TAIL_CHARS = 3000
 
 
@@ -35,7 +37,8 @@ def describe_tests(result, cmd: str, tail_chars: int = OUTPUT_TAIL_CHARS) -> str
                else "STOPPED (too much output)" if result.output_limit_exceeded else "FAIL")
     counts = f"{result.passed} passed, {result.failed} failed, {result.errors} errors"
     shown = shown_command(cmd)
-    return f"Tests (`{shown}`): {verdict} ({counts})\n```\n{tail(result.output, tail_chars)}\n```"
+    output = without_durations(result.output)
+    return f"Tests (`{shown}`): {verdict} ({counts})\n```\n{tail(output, tail_chars)}\n```"
 
 
 def moved_edits(moved) -> str:

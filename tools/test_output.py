@@ -136,3 +136,25 @@ def parse_tap_output(output: str) -> Counts:
     if summary:
         return summary.get("pass", 0), summary.get("fail", 0), 0, list(dict.fromkeys(failed))
     return len(results) - len(failed), len(failed), 0, list(dict.fromkeys(failed))
+
+
+# how long a run took, as each runner's summary says it (so the same failure reads the same every run)
+_DURATIONS = [
+    (re.compile(r"^(=*\s*(?:\d+ \w+(?:, )?)+) in [\d.]+s(?: \(\d+:\d\d:\d\d\))?(\s*=*)$", re.MULTILINE),
+     r"\1\2"),  # pytest
+    (re.compile(r"^(Ran \d+ tests?) in [\d.]+s$", re.MULTILINE), r"\1"),  # unittest
+    (re.compile(r"(; \d+ filtered out); finished in [\d.]+s$", re.MULTILINE), r"\1"),  # cargo
+    (re.compile(r"^(\s*--- (?:FAIL|PASS|SKIP): \S+) \([\d.]+s\)$", re.MULTILINE), r"\1"),  # go
+    (re.compile(r"^((?:ok|FAIL)\s+\S+)\s+[\d.]+s$", re.MULTILINE), r"\1"),  # go's package lines
+    (re.compile(r"^(\s*#?\s*duration_ms:?) [\d.]+$", re.MULTILINE), r"\1"),  # TAP (node --test)
+    (re.compile(r"^(Time:)\s+[\d.]+ ?m?s.*$", re.MULTILINE), r"\1"),  # jest
+]
+
+
+def without_durations(output: str) -> str:
+    """`output` with the run times its runner's summary lines state taken out: the model needs the failure,
+    and a prompt that differs by "in 0.04s" from one run to the next is another prompt to a greedy model
+    (and to the prefix cache)."""
+    for pattern, kept in _DURATIONS:
+        output = pattern.sub(kept, output)
+    return output

@@ -21,6 +21,7 @@ from deltaserve.tools.test_output import (
     parse_pytest_output,
     parse_test_output,
     parse_unittest_output,
+    without_durations,
 )
 from deltaserve.tools.tests import import_roots, is_test_path, run_tests
 from deltaserve.tools.workspace import Workspace
@@ -264,6 +265,20 @@ def test_real_runs_of_other_runners_are_counted(workspace, tool, files, command,
         pytest.skip(f"{tool} is not installed")
     res = run_tests(workspace(files), command, timeout=120, sandbox="none")
     assert (res.passed, res.failed, res.failing_tests) == (1, 1, [failing]), res.output
+
+
+def test_run_times_are_taken_out_of_the_summaries_and_nothing_else():
+    out = ("3 failed, 6 passed in 0.04s\n====== 1 failed in 1.03s (0:00:01) ======\nRan 9 tests in 0.003s\n"
+           "test result: FAILED. 1 passed; 1 failed; 0 ignored; 0 measured; 0 filtered out;"
+           " finished in 0.00s\n"
+           "--- FAIL: TestAdd (0.00s)\nok  \texample.com/calc\t0.002s\n  duration_ms: 1.47\n"
+           "Time:        1.23 s, estimated 2 s\nE   assert wait(0.5) took 10s in 0.04s")
+    assert without_durations(out) == (
+        "3 failed, 6 passed\n====== 1 failed ======\nRan 9 tests\n"
+        "test result: FAILED. 1 passed; 1 failed; 0 ignored; 0 measured; 0 filtered out\n"
+        "--- FAIL: TestAdd\nok  \texample.com/calc\n  duration_ms:\nTime:\n"
+        "E   assert wait(0.5) took 10s in 0.04s")
+    assert parse_test_output(without_durations(out))[:3] == parse_test_output(out)[:3]
 
 
 def test_failing_test_names_from_pytest_ids_and_unittest_headers():
