@@ -103,10 +103,9 @@ def symbols(task: str, test_output: str) -> list[str]:
 
 def definition_files(workspace, names: list[str]) -> list[str]:
     """Files defining any of these names (_DEFINITION: `def name`, `class name`, `function name`, ...), name
-    by name in the order given, found
-    in one pass over the workspace. A name defined in more than MAX_DEFINING_FILES files (a method every
-    class of a big package overrides) cannot say which one matters: of its files only those that also define
-    another of the names are kept."""
+    by name in the order given, found in one pass over the workspace. A name defined in more than
+    MAX_DEFINING_FILES files (a method every class of a big package overrides) cannot say which one
+    matters: of its files only those that also define another of the names are kept."""
     if not names:
         return []
     rx = re.compile(_DEFINITION.format(names="|".join(map(re.escape, names))))

@@ -83,8 +83,10 @@ def layout_only(path: str, old: str | None, new: str | None) -> bool:
     """`new` is the Python module `old` with only its layout changed (blank lines, spaces, line breaks
     inside brackets): the same syntax tree and the same comments. Docstrings are in the tree and comments
     are compared, so a changed docstring (a doctest) or comment (`# noqa`, `# type: ignore`) is a change."""
-    if old is None or new is None or old == new or not path.endswith((".py", ".pyi")):
-        return old == new and old is not None
+    if old == new:
+        return old is not None
+    if old is None or new is None or not path.endswith((".py", ".pyi")):
+        return False
     try:
         return (ast.dump(ast.parse(old)) == ast.dump(ast.parse(new))
                 and _comments(old) == _comments(new))

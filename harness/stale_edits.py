@@ -37,10 +37,13 @@ def _indent(line: str) -> int:
 
 
 def _matches(search: list[str], lines: list[str]) -> list[int]:
-    """Where `search` matches `lines`, each line compared without its indentation."""
-    squashed = [line.strip() for line in search]
-    n = len(search)
-    return [i for i in range(len(lines) - n + 1) if [line.strip() for line in lines[i:i + n]] == squashed]
+    """Where `search` matches `lines`, each line compared without its indentation (stripped once: the file
+    is scanned at every position)."""
+    wanted = [line.strip() for line in search]
+    stripped = [line.strip() for line in lines]
+    n = len(wanted)
+    return [i for i in range(len(stripped) - n + 1)
+            if stripped[i] == wanted[0] and stripped[i:i + n] == wanted]
 
 
 def _found_once(search: list[str], lines: list[str]) -> tuple[int, int] | None:

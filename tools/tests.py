@@ -50,23 +50,27 @@ def import_roots(ws: Workspace) -> list[str]:
     PROJECT_DEPTH levels down: a monorepo's packages) the folder itself and its SOURCE_DIRS, where they
     hold a package (a folder with an __init__.py)."""
     roots = [ws.root]
-    for project in _project_folders(ws.root, PROJECT_DEPTH):
+    for project in [ws.root, *_projects_below(ws.root, PROJECT_DEPTH)]:
         roots += [folder for folder in (project, *(project / name for name in SOURCE_DIRS))
                   if folder not in roots and _holds_package(folder)]
     return [str(root) for root in roots]
 
 
-def _project_folders(folder: Path, depth: int) -> list[Path]:
-    found = [folder] if any((folder / name).is_file() for name in PROJECT_FILES) or depth == PROJECT_DEPTH \
-        else []
+def _projects_below(folder: Path, depth: int) -> list[Path]:
+    """Project folders under `folder`, at most `depth` levels down, each before the ones inside it."""
     if depth == 0:
-        return found
+        return []
     try:
         children = sorted(c for c in folder.iterdir() if c.is_dir() and not c.is_symlink()
                           and not c.name.startswith(".") and c.name not in SKIPPED_FOLDERS)
     except OSError:
-        return found
-    return found + [p for child in children for p in _project_folders(child, depth - 1)]
+        return []
+    found = []
+    for child in children:
+        if any((child / name).is_file() for name in PROJECT_FILES):
+            found.append(child)
+        found += _projects_below(child, depth - 1)
+    return found
 
 
 def _holds_package(folder: Path) -> bool:
