@@ -208,7 +208,7 @@ class RunReport(_Savings):
     model: str = ""
     edit_format: str = ""
     initial_tests: TestOutcome | None = None
-    suspects: list[str] = []  # `path:lines (in name)` only the failing tests ran (tools/localize.py)
+    suspects: list[str] = []  # `path:lines (in name)` of coverage's ranked suspects (tools/localize.py)
     steps: list[StepReport] = []
     stopped: str = ""  # why the run ended: "tests pass", "step budget (6) spent", ...
     final_diff: str = ""

@@ -177,7 +177,7 @@ class Agent:
         return replace(reply, text=reply.texts[index]), outcomes, again
 
     def localize(self, initial) -> Localization | None:
-        """The code only the failing tests run, when the config asks and step 0 named failing tests."""
+        """The code the failing tests run, ranked, when the config asks and step 0 named failing tests."""
         if not self.config.localize or not initial.failing_tests:
             return None
         found = localize(self.workspace, initial.failing_tests, self.test_cmd, self.config.test_timeout,

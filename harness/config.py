@@ -64,7 +64,8 @@ class AgentConfig(BaseModel):
     it is undone and the model told so (harness/regressions.py)."""
     localize: bool = True
     """Before the first prompt, run the failing tests' files once more under coverage and show the model the
-    functions only the failing tests run (tools/localize.py; pytest commands whose Python has coverage)."""
+    functions the failing tests run, most suspicious first (tools/localize.py; pytest commands whose Python
+    has coverage)."""
     resample_temperature: float = Field(default=0.7, gt=0.0)
     """Temperature of the calls after a step that changed nothing (a reply repeating an earlier one, a no-op
     edit), each with a new seed, rising with every further such step in a row (harness/stalls.py); also of

@@ -38,7 +38,7 @@ class ConsoleView(AgentObserver):
     def on_localized(self, localization: Localization) -> None:
         if localization.suspects:
             sites = ", ".join(s.site() for s in localization.suspects)
-            self.console.print(f"Only the failing tests run: {escape(sites)} "
+            self.console.print(f"Coverage suspects, most suspicious first: {escape(sites)} "
                                f"(coverage, {localization.duration_s:.1f}s)")
         else:
             self.console.print(f"No suspects from coverage: {escape(localization.note)}")

@@ -128,7 +128,7 @@ def gather(workspace, task: str, test_output: str = "", max_files: int = MAX_FIL
            max_file_chars: int = MAX_FILE_CHARS, max_total_chars: int = MAX_TOTAL_CHARS,
            suspect_lines: dict[str, set[int]] | None = None) -> list[ContextFile]:
     """Traceback files first (where the failure is), then task-named files, then the files of
-    `suspect_lines` (the lines only the failing tests run, tools/localize.py), then the definitions of the
+    `suspect_lines` (the coverage suspects' best lines, tools/localize.py), then the definitions of the
     symbols they mention and of what the failing tests call, then the modules those files import; the code
     under test before the tests (a small model reads the code first and edits it, not the tests). Room is
     kept for the failing tests."""

@@ -38,7 +38,7 @@ class AgentObserver:
         """The tests before any edit (step 0); the run ends here when they already pass."""
 
     def on_localized(self, localization: Localization) -> None:
-        """After the failing step 0, when the config asks for it: the code only the failing tests run."""
+        """After the failing step 0, when the config asks for it: the code the failing tests run, ranked."""
 
     def on_step(self, step: StepReport, details: StepDetails) -> None:
         """One model call and its outcome, with this run's measured rates attached."""

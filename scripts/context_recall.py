@@ -1,6 +1,7 @@
 """How often the step-1 prompt shows the lines a task's gold patch changes: the context's recall, per task,
 with excerpts of long files (harness/excerpt.py) against the head of each file (the earlier behaviour), and
-with the suspects of a coverage run (tools/localize.py) added to the excerpts.
+with the suspects of a coverage run (tools/localize.py) added to the excerpts; and where among those
+suspects (ranked) is the first function the gold patch changes.
 
     python scripts/context_recall.py [evals/tasks] [--max-file-chars N] [--max-total-chars N]
 
@@ -21,7 +22,7 @@ from unittest import mock
 from unidiff import PatchSet
 
 from deltaserve.harness import context, excerpt
-from deltaserve.tools.localize import localize
+from deltaserve.tools.localize import _owners, localize
 from deltaserve.tools.tests import run_tests
 from deltaserve.tools.workspace import Workspace
 
@@ -76,8 +77,15 @@ def recall(task_dir: Path, caps: dict) -> tuple[float, float, float, int, int, s
         shown = shown_lines(files)
         return sum(len(lines & shown.get(path, set())) for path, lines in gold.items()) / total
 
-    verdict = ("none: " + found.note if not suspects else "in a gold file" if set(suspects) & set(gold)
-               else "elsewhere")
+    if not suspects:
+        verdict = "none: " + found.note
+    else:
+        sources = {path: (task_dir / "repo" / path).read_text() for path in gold
+                   if path.endswith(".py") and (task_dir / "repo" / path).exists()}
+        fixed = {(path, _owners(source).get(n)) for path, source in sources.items() for n in gold[path]}
+        rank = next((i for i, s in enumerate(found.suspects, 1) if (s.path, s.name) in fixed), None)
+        verdict = (f"suspect {rank} of {len(found.suspects)} is fixed" if rank else
+                   "in a gold file" if set(suspects) & set(gold) else "elsewhere")
     return (share(with_excerpts), share(with_heads), share(with_suspects),
             sum(len(f.content) for f in with_excerpts), sum(len(f.content) for f in with_suspects), verdict)
 
@@ -98,11 +106,14 @@ def main() -> None:
     n = len(rows)
     full = [sum(r[i] == 1 for r in rows) for i in (1, 2, 3)]
     mean = [sum(r[i] for r in rows) / n for i in (1, 2, 3)]
-    in_gold = sum(r[6] == "in a gold file" for r in rows)
+    first = sum(r[6].startswith("suspect 1 ") for r in rows)
+    fixed = sum(r[6].startswith("suspect") for r in rows)
+    in_gold = fixed + sum(r[6] == "in a gold file" for r in rows)
     named = sum(not r[6].startswith("none") for r in rows)
     print(f"\nall gold lines shown: excerpts {full[0]}/{n}, heads {full[1]}/{n}, +suspects {full[2]}/{n}; "
           f"mean recall {mean[0]:.0%}, {mean[1]:.0%}, {mean[2]:.0%}; "
-          f"suspects named in {named}/{n} tasks, in a gold file in {in_gold}")
+          f"suspects named in {named}/{n} tasks, in a gold file in {in_gold}, the first suspect fixed by the "
+          f"gold patch in {first}, one of them in {fixed}")
 
 
 if __name__ == "__main__":

@@ -179,8 +179,9 @@ def build_server(root: str | os.PathLike[str], test_command: str = tests.DEFAULT
     @_model_errors
     def localize(command: str | None = None, description: str = "", timeout_s: float | None = None) -> str:
         """Where a bug may be: run the tests, then the failing tests' files once more under coverage, and
-        name the functions only the failing tests run (pytest commands only). `description` (the bug in
-        words) breaks ties between equally suspicious functions."""
+        name the three functions the failing tests run that are most suspicious, those only they run
+        first (pytest commands only). `description` (the bug in words) breaks ties between equally
+        suspicious functions."""
         timeout = min(timeout_s or test_timeout, test_timeout)
         command = command or test_command
         res = tests.run_tests(ws, command, timeout=timeout, sandbox=box)

@@ -60,7 +60,7 @@ def register(subparsers) -> None:
     p.add_argument("--keep-worse-edits", action="store_true",
                    help="keep an edit after which fewer tests pass than before it (undone by default)")
     p.add_argument("--no-localize", dest="localize", action="store_false",
-                   help="skip the coverage run that finds the code only the failing tests run (pytest "
+                   help="skip the coverage run that ranks the code the failing tests run (pytest "
                         "only; it runs their test files once more, before the first prompt)")
     p.add_argument("--trace", type=Path, default=None, metavar="FILE",
                    help="write one JSON line per step (a StepReport) to FILE")

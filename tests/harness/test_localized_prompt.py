@@ -46,10 +46,11 @@ def run(shop, **settings):
 
 def test_the_suspects_are_named_and_shown(shop):
     agent, report, seen = run(shop)
-    assert report.suspects == ["discounts.py:13-14 (in _bulk_discount)"]
+    assert report.suspects[0] == "discounts.py:13-14 (in _bulk_discount)"
     assert len(seen.localized) == 1 and seen.localized[0].passed == 2
     prompt = "\n".join(m["content"] for m in agent.prompts[0])
-    assert "Only the failing tests run these lines (measured with coverage):\n- discounts.py:13-14" in prompt
+    assert "Code the failing tests run, most suspicious first" in prompt
+    assert "code they call.\n- discounts.py:13-14 (in _bulk_discount)" in prompt
     assert "cut = total // 20" in prompt  # the suspect's file is in the context
     assert "discounts.py" in agent.shown
 

@@ -145,8 +145,7 @@ def test_localize_over_stdio(workspace):
     anyio.run(session)
     text = _text(out["found"])
     assert "1 passed, 1 failed" in text and not out["found"].is_error
-    assert text.endswith("Only the failing tests run these lines (measured with coverage):\n"
-                         "- calc.py:3 (in _scale)")
+    assert text.endswith("code they call.\n- calc.py:3 (in _scale)\n- calc.py:8 (in double)")
     assert "No suspects from coverage: not a pytest command." in _text(out["other"])
 
 
