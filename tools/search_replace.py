@@ -10,7 +10,9 @@
     ```
 
 (the arrows may be missing: `SEARCH`, `=======`, `REPLACE` alone on their lines are read the same; a path
-in place of the word, `<<<<<<< path/to/file.py`, opens a block for that file). The
+in place of the word, `<<<<<<< path/to/file.py`, opens a block for that file, and a path after the divider
+or the closing arrows, `======= path/to/file.py`, `>>>>>>> path/to/file.py`, as Qwen2.5-Coder-1.5B writes
+them, is read as the plain marker). The
 filename is the nearest non-fence line above the block (or a path in the fence's info string); a block
 with no filename above it continues the previous block's file, as in aider. Prose and fences around blocks
 are ignored. A block becomes a hunk via difflib (equal lines -> context, the rest
@@ -34,10 +36,21 @@ from deltaserve.tools.textfile import split_lines
 # `<<<<<<< pkg/mod.py`: the path in place of the word
 _SEARCH = re.compile(r"^\s*(?:<{5,9}\s*(?i:SEARCH|ORIGINAL)\b.*|(?:SEARCH|ORIGINAL):?"
                      r"|<{7}\s*(?P<path>\S+))\s*$")
-_DIVIDER = re.compile(r"^\s*={5,9}\s*$")
-_REPLACE = re.compile(r"^\s*(?:>{5,9}\s*(?i:REPLACE|UPDATED)\b.*|(?:REPLACE|UPDATED):?)\s*$")
+_DIVIDER = re.compile(r"^\s*={5,9}(?:\s+(?P<path>\S+))?\s*$")
+_REPLACE = re.compile(r"^\s*(?:>{5,9}\s*(?i:REPLACE|UPDATED)\b.*|(?:REPLACE|UPDATED):?"
+                      r"|>{7}\s*(?P<path>\S+))\s*$")
 # `<<<<<<< HEAD` (or another word that is no path): a conflict marker, read as a SEARCH line only where a
 # ======= line and a REPLACE line follow it, the shape of a block written in git's conflict style
+
+
+def _is_divider(line: str) -> bool:
+    m = _DIVIDER.match(line)
+    return bool(m) and (not m["path"] or looks_like_path(m["path"]) is not None)
+
+
+def _is_closing(line: str) -> bool:
+    m = _REPLACE.match(line)
+    return bool(m) and (not m["path"] or looks_like_path(m["path"]) is not None)
 
 
 @dataclass(frozen=True)
@@ -52,7 +65,7 @@ def _filename_above(lines: list[str], i: int, previous: str | None) -> str | Non
     j = i - 1
     while j >= 0:
         line = lines[j]
-        if _REPLACE.match(line):
+        if _is_closing(line):
             return previous  # another block in the same fence: same file
         if not line.strip():
             j -= 1
@@ -86,16 +99,16 @@ def _conflict_style_block_at(lines: list[str], i: int) -> bool:
     if not _SEARCH.match(lines[i]):
         return False
     j = _next_marker(lines, i + 1)
-    if j >= len(lines) or not _DIVIDER.match(lines[j]):
+    if j >= len(lines) or not _is_divider(lines[j]):
         return False
     k = _next_marker(lines, j + 1)
-    return k < len(lines) and bool(_REPLACE.match(lines[k]))
+    return k < len(lines) and bool(_is_closing(lines[k]))
 
 
 def _next_marker(lines: list[str], start: int) -> int:
     """Index of the first SEARCH, ======= or REPLACE line from `start` on (len(lines) when there is none)."""
     for j in range(start, len(lines)):
-        if _opening(lines[j]) is not None or _DIVIDER.match(lines[j]) or _REPLACE.match(lines[j]):
+        if _opening(lines[j]) is not None or _is_divider(lines[j]) or _is_closing(lines[j]):
             return j
     return len(lines)
 
@@ -123,17 +136,17 @@ def parse_search_replace_blocks(text: str) -> list[SearchReplace]:
                 hunk=n,
             )
         j = _next_marker(lines, i + 1)
-        if j >= len(lines) or not _DIVIDER.match(lines[j]):
+        if j >= len(lines) or not _is_divider(lines[j]):
             raise PatchError(f"SEARCH/REPLACE block {n} ({path}) has no ======= line after its SEARCH part.",
                              path, n)
         k = _next_marker(lines, j + 1)
-        if k < len(lines) and _DIVIDER.match(lines[k]):
+        if k < len(lines) and _is_divider(lines[k]):
             # an underline of = in the text (a reStructuredText heading) reads as a divider: which is the
             # real one cannot be told, so the model hears how to write the block instead
             raise PatchError(f"SEARCH/REPLACE block {n} ({path}) has more than one ======= line: a line of "
                              "only '=' characters (a heading's underline) cannot be told from the divider; "
                              "split the change into blocks that leave such lines out.", path, n)
-        if k >= len(lines) or not _REPLACE.match(lines[k]):
+        if k >= len(lines) or not _is_closing(lines[k]):
             raise PatchError(f"SEARCH/REPLACE block {n} ({path}) is not closed with a >>>>>>> REPLACE line.",
                              path, n)
         search = "\n".join(lines[i + 1 : j])

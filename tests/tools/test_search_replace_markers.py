@@ -1,6 +1,9 @@
 """SEARCH markers that name their file, and conflict markers: text inside a block, a SEARCH line where a
 whole block follows them."""
 
+import pytest
+
+from deltaserve.errors import PatchError
 from deltaserve.tools.search_replace import parse_search_replace_blocks
 
 
@@ -24,3 +27,15 @@ def test_a_block_written_in_conflict_style_is_read():
         [block] = parse_search_replace_blocks(text)
         assert (block.path, block.search, block.replace) == ("mod.py", "old\n", "new\n")
     assert parse_search_replace_blocks("mod.py\n<<<<<<< HEAD\nold\n=======\nnew\n>>>>>>> main\n") == []
+
+
+def test_the_path_after_every_marker_is_read_as_the_plain_marker():
+    """A 1.5B reply: the file's path after <<<<<<<, ======= and >>>>>>>, where SEARCH / REPLACE belong."""
+    text = ("spans/intervals.py\n```\n<<<<<<< spans/intervals.py\n    return a <= b\n"
+            "======= spans/intervals.py\n    return a < b\n>>>>>>> spans/intervals.py\n```\n")
+    [block] = parse_search_replace_blocks(text)
+    assert (block.path, block.search, block.replace) == ("spans/intervals.py", "    return a <= b\n",
+                                                         "    return a < b\n")
+    # a word that names no file stays text: `======= x` is no divider
+    with pytest.raises(PatchError, match="no ======= line"):
+        parse_search_replace_blocks("m.py\n<<<<<<< SEARCH\nx\n======= x\ny\n>>>>>>> REPLACE\n")
