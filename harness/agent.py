@@ -260,7 +260,7 @@ class Agent:
         code = self.code_in_play(in_play)  # the code under test comes first
         target = code[0] if code else None
         if self.prompt_format.name != "auto":
-            return reminder(self.format.name, target)
+            return reminder(self.format.name, target, self.config.explain_first)
         if self.plan is None:
             self.plan = FormatPlan(self.count, local_provider.is_local(self.model) or self._scripted,
                                    self.model)
@@ -272,7 +272,7 @@ class Agent:
         if avoid and name not in avoid and name not in self.described:
             self.stalls.switched_format()
         self.format = auto.MEMBERS[name]
-        line = reminder(name, target)
+        line = reminder(name, target, self.config.explain_first)
         if name in self.described:
             return line
         self.described.append(name)
