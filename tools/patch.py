@@ -370,6 +370,10 @@ def apply_search_replace_blocks(
     """Apply SEARCH/REPLACE blocks in order (a later block sees the earlier ones' result), all or nothing.
     A block whose SEARCH text matches several places is placed by the order of its file's blocks when
     the file's blocks, taken together on the file as it was, fit one way only (`_blocks_in_file_order`)."""
+    if blocks and all(b.search.strip() and b.search == b.replace for b in blocks):
+        # said as it is, not as a SEARCH text not found: a re-typed block that also misquotes the file
+        # is still no edit, and "copy the lines exactly" would send the model after the wrong problem
+        raise _unchanged_blocks(ws, blocks)
     plan = _Plan(ws)
     counts: dict[str, int] = {}
     before: dict[str, TextFile | None] = {}  # each file as it was before its first block
@@ -414,9 +418,13 @@ def apply_search_replace_blocks(
         final = current.final_newline
         plan.set(rel, current.with_lines(lines, endings, final))
         plan.hunks.append(HunkResult(rel, idx, strategy, line))
-    return _finish(plan, dry_run, NoChangesError(
+    return _finish(plan, dry_run, _unchanged_blocks(ws, blocks))
+
+
+def _unchanged_blocks(ws: Workspace, blocks: list[SearchReplace]) -> NoChangesError:
+    return NoChangesError(
         "your SEARCH/REPLACE blocks have no changes: each REPLACE part gives the text its SEARCH part "
-        "matched; put the new lines after =======", list(counts)))
+        "matched; put the new lines after =======", list(dict.fromkeys(ws.relpath(b.path) for b in blocks)))
 
 
 def _search_failure(rel: str, n: int, exc: HunkError, hunk: Hunk) -> PatchError:

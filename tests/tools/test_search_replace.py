@@ -6,6 +6,7 @@ import os
 
 import pytest
 
+from deltaserve.errors import NoChangesError
 from deltaserve.tools.patch import (
     PatchError,
     SearchReplace,
@@ -158,6 +159,22 @@ def test_blocks_are_all_or_nothing_and_sequential(workspace, snapshot):
                                            SearchReplace("a.py", "A = 2\n", "A = 3\n")])
     assert (ws.root / "a.py").read_text() == "A = 3\n"
     assert res.new_contents == {"a.py": "A = 3\n"}
+
+
+def test_blocks_that_repeat_their_search_are_no_changes_even_when_misquoted(workspace, snapshot):
+    """A 1.5B reply re-typed a function with its indentation lost in both halves: "copy the lines exactly"
+    would have sent the model after the quoting, not after the missing change."""
+    ws = workspace({"a.py": "def f():\n    return 1\n"})
+    before = snapshot(ws.root)
+    for search in ("def f():\nreturn 1\n", "def f():\n    return 1\n"):
+        with pytest.raises(NoChangesError, match="have no changes") as exc:
+            apply_search_replace_blocks(ws, [SearchReplace("a.py", search, search)])
+        assert exc.value.paths == ["a.py"]
+    # beside a real change, a misquoted block is still "not found"
+    with pytest.raises(PatchError, match="not found"):
+        apply_search_replace_blocks(ws, [SearchReplace("a.py", "nope\n", "nope\n"),
+                                         SearchReplace("a.py", "gone\n", "x = 1\n")])
+    assert snapshot(ws.root) == before
 
 
 def test_empty_search_on_existing_file_is_refused(workspace):
