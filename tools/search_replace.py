@@ -43,14 +43,23 @@ _REPLACE = re.compile(r"^\s*(?:>{5,9}\s*(?i:REPLACE|UPDATED)\b.*|(?:REPLACE|UPDA
 # ======= line and a REPLACE line follow it, the shape of a block written in git's conflict style
 
 
-def _is_divider(line: str) -> bool:
+def _tag(line: str) -> str | None:
+    """The word after a SEARCH line's arrows in place of SEARCH (`<<<<<<< quarter_of`), else None."""
+    m = _SEARCH.match(line)
+    return m["path"] if m else None
+
+
+def _is_divider(line: str, tag: str | None = None) -> bool:
+    """A ======= line, bare or followed by a path or by the block's own `tag`."""
     m = _DIVIDER.match(line)
-    return bool(m) and (not m["path"] or looks_like_path(m["path"]) is not None)
+    return bool(m) and (not m["path"] or m["path"] == tag or looks_like_path(m["path"]) is not None)
 
 
-def _is_closing(line: str) -> bool:
+def _is_closing(line: str, tag: str | None = None) -> bool:
+    """A REPLACE line; `>>>>>>> word` when the word is a path or the block's own `tag` (the 1.5B model
+    labels all three markers with the function it edits: `<<<<<<< quarter_of` ... `>>>>>>> quarter_of`)."""
     m = _REPLACE.match(line)
-    return bool(m) and (not m["path"] or looks_like_path(m["path"]) is not None)
+    return bool(m) and (not m["path"] or m["path"] == tag or looks_like_path(m["path"]) is not None)
 
 
 @dataclass(frozen=True)
@@ -98,17 +107,19 @@ def _conflict_style_block_at(lines: list[str], i: int) -> bool:
     conflict marker."""
     if not _SEARCH.match(lines[i]):
         return False
-    j = _next_marker(lines, i + 1)
-    if j >= len(lines) or not _is_divider(lines[j]):
+    tag = _tag(lines[i])
+    j = _next_marker(lines, i + 1, tag)
+    if j >= len(lines) or not _is_divider(lines[j], tag):
         return False
-    k = _next_marker(lines, j + 1)
-    return k < len(lines) and bool(_is_closing(lines[k]))
+    k = _next_marker(lines, j + 1, tag)
+    return k < len(lines) and _is_closing(lines[k], tag)
 
 
-def _next_marker(lines: list[str], start: int) -> int:
-    """Index of the first SEARCH, ======= or REPLACE line from `start` on (len(lines) when there is none)."""
+def _next_marker(lines: list[str], start: int, tag: str | None = None) -> int:
+    """Index of the first SEARCH, ======= or REPLACE line from `start` on (len(lines) when there is none);
+    `tag`: the word the block's SEARCH line has in place of SEARCH, which its other markers may repeat."""
     for j in range(start, len(lines)):
-        if _opening(lines[j]) is not None or _is_divider(lines[j]) or _is_closing(lines[j]):
+        if _opening(lines[j]) is not None or _is_divider(lines[j], tag) or _is_closing(lines[j], tag):
             return j
     return len(lines)
 
@@ -135,18 +146,19 @@ def parse_search_replace_blocks(text: str) -> list[SearchReplace]:
                 "just before the block (or before its ``` fence).",
                 hunk=n,
             )
-        j = _next_marker(lines, i + 1)
-        if j >= len(lines) or not _is_divider(lines[j]):
+        tag = _tag(lines[i])
+        j = _next_marker(lines, i + 1, tag)
+        if j >= len(lines) or not _is_divider(lines[j], tag):
             raise PatchError(f"SEARCH/REPLACE block {n} ({path}) has no ======= line after its SEARCH part.",
                              path, n)
-        k = _next_marker(lines, j + 1)
-        if k < len(lines) and _is_divider(lines[k]):
+        k = _next_marker(lines, j + 1, tag)
+        if k < len(lines) and _is_divider(lines[k], tag):
             # an underline of = in the text (a reStructuredText heading) reads as a divider: which is the
             # real one cannot be told, so the model hears how to write the block instead
             raise PatchError(f"SEARCH/REPLACE block {n} ({path}) has more than one ======= line: a line of "
                              "only '=' characters (a heading's underline) cannot be told from the divider; "
                              "split the change into blocks that leave such lines out.", path, n)
-        if k >= len(lines) or not _is_closing(lines[k]):
+        if k >= len(lines) or not _is_closing(lines[k], tag):
             raise PatchError(f"SEARCH/REPLACE block {n} ({path}) is not closed with a >>>>>>> REPLACE line.",
                              path, n)
         search = "\n".join(lines[i + 1 : j])

@@ -39,3 +39,13 @@ def test_the_path_after_every_marker_is_read_as_the_plain_marker():
     # a word that names no file stays text: `======= x` is no divider
     with pytest.raises(PatchError, match="no ======= line"):
         parse_search_replace_blocks("m.py\n<<<<<<< SEARCH\nx\n======= x\ny\n>>>>>>> REPLACE\n")
+
+
+def test_markers_labelled_with_the_same_word_are_read():
+    """A 1.5B reply labelled all three markers with the function it edits."""
+    text = ("datekit/core.py\n```\n<<<<<<< quarter_of\n    return day.month // 3 + 1\n=======\n"
+            "    return (day.month - 1) // 3 + 1\n>>>>>>> quarter_of\n```\n")
+    [block] = parse_search_replace_blocks(text)
+    assert (block.path, block.replace) == ("datekit/core.py", "    return (day.month - 1) // 3 + 1\n")
+    labelled = text.replace("=======", "======= quarter_of")
+    assert parse_search_replace_blocks(labelled) == [block]
