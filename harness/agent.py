@@ -157,10 +157,9 @@ class Agent:
         tried = set(self.tried)  # and the code of this step's candidates, as they are tried
 
         def trial(text: str):
-            fmt = self.prompt_format if self.plan else self.format  # `auto` reads any format's syntax
-            outcome = try_reply(fmt, text, self.workspace.root, self.test_cmd, self.config.test_timeout,
-                                self.config.allow_test_edits, self.sandbox, self.code_in_play(),
-                                self.seen_in_part(), self.snapshot.originals, tried)
+            outcome = try_reply(self.reader(), text, self.workspace.root, self.test_cmd,
+                                self.config.test_timeout, self.config.allow_test_edits, self.sandbox,
+                                self.code_in_play(), self.seen_in_part(), self.snapshot.originals, tried)
             if outcome.state is not None:
                 tried.add(outcome.state)
             return outcome
@@ -442,14 +441,13 @@ class Agent:
         """(edits, the format that read them). A fixed format reads its own syntax. Under `auto` the
         syntaxes with markers (SEARCH/REPLACE, unified diff) come first whatever the step asked for, since
         in a code block after a path they would pass for a whole file; then the step's format; then any."""
-        if self.plan is None:
-            return self.format.parse(text), self.format
-        for fmt in (auto.MEMBERS["search_replace"], auto.MEMBERS["udiff"], self.format):
-            edits = fmt.parse(text)
-            if edits:
-                return edits, fmt
-        edits = self.prompt_format.parse(text)
-        return edits, auto.member_for(edits) if edits else self.format
+        fmt = self.reader()
+        return fmt.parse(text), fmt
+
+    def reader(self):
+        """The format a reply to this step is read and applied with, by the agent and every candidate
+        alike: the step's own, or under `auto` the step's asked format with any other syntax read too."""
+        return auto.AskedFormat(self.format) if self.plan is not None else self.format
 
     def _repeated(self, text: str) -> int | None:
         """The earlier step whose reply this one repeats verbatim, else None."""

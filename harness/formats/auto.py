@@ -8,9 +8,16 @@ On its own (another agent calling `formats.get("auto")`), `parse` recognises whi
 in: SEARCH/REPLACE blocks, a unified diff, else named code blocks, read as whole functions for Python files
 (`symbol`: never deletes what the block leaves out) and as whole files otherwise. `apply` dispatches on
 the edits' type.
+
+Within a run, `AskedFormat` reads the reply to a step that asked for one format, for the agent and for
+every candidate of the step alike (a candidate tried one way and kept, then applied another way, passed
+its tests on the scratch copy and failed them in the workspace: a-median, a whole-file step answered with
+the one function, which the candidate read as that function and the agent as the whole file).
 """
 
 from __future__ import annotations
+
+import ast
 
 from deltaserve.harness.formats.search_replace import SearchReplaceFormat
 from deltaserve.harness.formats.symbol import SymbolEdit, SymbolFormat
@@ -59,6 +66,59 @@ class AutoFormat:
 
     def counterfactual(self, edits: list, workspace: Workspace) -> str:
         return render(self.apply(edits, workspace, dry_run=True).new_contents)
+
+
+class AskedFormat:
+    """A reply to a step of `auto` that asked for `asked`: the syntaxes with markers first (in a code block
+    after a path, SEARCH/REPLACE blocks or a diff would pass for a whole file), then `asked`'s, then any.
+    A whole-file reply to an existing Python file that defines some of its functions and classes and
+    leaves others out is read as those functions (`symbol`): re-typing only the function it fixes is what
+    a small model does, and read as the file it would delete the rest."""
+
+    numbered_context = False
+
+    def __init__(self, asked):
+        self.asked = asked
+        self.name = asked.name
+
+    def instructions(self) -> str:
+        return self.asked.instructions()
+
+    def parse(self, reply: str) -> list:
+        for fmt in (MEMBERS["search_replace"], MEMBERS["udiff"], self.asked):
+            edits = fmt.parse(reply)
+            if edits:
+                return edits
+        return AutoFormat().parse(reply)
+
+    def apply(self, edits: list, workspace: Workspace, dry_run: bool = False) -> PatchResult:
+        edits = retyped_in_part(edits, workspace)
+        return member_for(edits).apply(edits, workspace, dry_run=dry_run)
+
+    def counterfactual(self, edits: list, workspace: Workspace) -> str:
+        return render(self.apply(edits, workspace, dry_run=True).new_contents)
+
+
+def retyped_in_part(edits: list, workspace: Workspace) -> list:
+    """`edits` with whole Python files that leave out some of the existing file's top-level definitions
+    (and define at least one) as SymbolEdits; all or none, so the edits stay of one format."""
+    if not edits or not all(isinstance(e, WholeFile) for e in edits):
+        return edits
+    for edit in edits:
+        if not edit.path.endswith(".py") or edit.content is None or not workspace.exists(edit.path):
+            return edits
+        old, new = _top_level_names(workspace.read_text(edit.path)), _top_level_names(edit.content)
+        if not new or not old - new:
+            return edits
+    return [SymbolEdit(e.path, e.content) for e in edits]
+
+
+def _top_level_names(source: str) -> set[str]:
+    try:
+        tree = ast.parse(source)
+    except (SyntaxError, ValueError):
+        return set()
+    return {n.name for n in tree.body if isinstance(n, ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef)}
 
 
 def member_for(edits: list):

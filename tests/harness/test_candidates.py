@@ -114,3 +114,33 @@ def test_a_search_replace_candidate_changing_nothing_is_a_no_op_as_in_the_agent(
     elsewhere = same.replace("a - b\n=======", "a / b\n=======")  # SEARCH text that is not in the file
     trial = try_reply(formats.get("search_replace"), elsewhere, project, quick_test_cmd, 60, False, "none")
     assert trial.outcome == "apply failed" and "was not applied" in trial.why
+
+
+def test_under_auto_a_kept_candidate_is_applied_as_it_was_tried(project, quick_test_cmd):
+    """A whole-file step answered with the one function it fixes: the candidate was read as that function
+    (its tests passed on the scratch copy) while the agent read the kept reply as the whole file, deleting
+    the rest (a-median: "tests worse" after a candidate passed). Both read it the same way now."""
+    calls: list[dict] = []
+    agent = Agent(project, "add() returns the wrong result", test_cmd=quick_test_cmd, model=MODEL,
+                  edit_format="auto", candidates=2, max_steps=1, complete=scripted([RIGHT, RIGHT], calls))
+    report = agent.run()
+    (step,) = report.steps
+    assert step.edit_format == "whole"  # calc.py is tiny: auto asks for the whole file
+    assert step.outcome == "tests pass" and step.candidates[0].outcome == "tests pass"
+    assert (project / "calc.py").read_text() == "def add(a, b):\n    return a + b\n\n\ndef mul(a, b):\n" \
+                                                "    return a * b\n"
+
+
+def test_a_whole_file_that_leaves_out_definitions_is_read_as_functions(project):
+    from deltaserve.harness.formats import auto
+    from deltaserve.tools.workspace import Workspace
+
+    fmt, ws = auto.AskedFormat(auto.MEMBERS["whole"]), Workspace(project)
+    assert fmt.apply(fmt.parse(RIGHT), ws, dry_run=True).new_contents["calc.py"].endswith("return a * b\n")
+    # every definition re-typed: the file as written, module-level lines and all
+    complete = "calc.py\n```python\nX = 1\n\n\ndef add(a, b):\n    return a + b\n\n\ndef mul(a, b):\n" \
+               "    return a * b\n```\n"
+    assert fmt.apply(fmt.parse(complete), ws, dry_run=True).new_contents["calc.py"].startswith("X = 1\n")
+    # not Python: the whole file
+    notes = [auto.WholeFile("notes.txt", "x\n")]
+    assert auto.retyped_in_part(notes, ws) == notes
