@@ -34,14 +34,14 @@ CONTEXT_LINES = {"search_replace": 2, "udiff": 6}  # unchanged lines an edit of 
 OVERHEAD_TOKENS = {"whole": 10, "symbol": 12, "search_replace": 24, "udiff": 36}
 PRIOR = {"whole": 0.8, "symbol": 0.8, "search_replace": 0.5, "udiff": 0.5}
 # Share of a model's replies in each format whose edits changed the code (the tests ran), repeated replies
-# left out: the "Replies per edit format" table of `deltaserve eval report`. Qwen2.5-Coder-1.5B-Instruct
-# (int4, `deltaserve eval agent`, 3 steps, 5 bundled tasks, 83 steps): whole 7/8, search_replace 6/12,
-# symbol 11/31 (it mostly re-types the whole file unchanged), udiff 2/11. Later runs over the 24 a-/b- tasks
-# (each format and auto, merged) gave search_replace 53/190, symbol 34/79, udiff 4/15, whole 4/12; but 3 of
-# whole's misses were `--formats whole` on ~9,000-token files shown as excerpts, which no 1,024-token reply
-# can re-type (the model wrote a few tokens), a case auto never picks; on files that fit whole stays 4/8.
+# left out: the "Replies per edit format" table of `deltaserve eval report`. Qwen2.5-Coder-1.5B-Instruct over
+# the 24 a-/b- tasks, 3 steps, every run of sessions 13 (int4: each format and auto) and 14 (w8a8: auto x1,
+# x4) merged: search_replace 97/341, symbol 63/145, udiff 4/18; whole 10/17 on files a reply can hold (its
+# other misses were `--formats whole` on ~9,000-token files shown as excerpts, a case auto never picks).
+# Until session 15 these were the 5-task figures of the first runs (symbol 0.35, search_replace 0.5), so
+# auto asked for SEARCH/REPLACE first, the format this model applies least often.
 MEASURED_PRIORS = {
-    "qwen2.5-coder-1.5b": {"whole": 0.85, "symbol": 0.35, "search_replace": 0.5, "udiff": 0.2},
+    "qwen2.5-coder-1.5b": {"whole": 0.59, "symbol": 0.43, "search_replace": 0.28, "udiff": 0.22},
 }
 PRIOR_WEIGHT = 2.0
 # passes per copied token with drafting: re-typed files and functions took 0.11-0.12 passes a token on our
