@@ -45,7 +45,6 @@ class AgentEvalConfig:
     api_base: str | None = None
     sandbox: str = AgentConfig.model_fields["sandbox"].default  # where every test run happens (tools.sandbox)
     localize: bool = AgentConfig.model_fields["localize"].default  # name coverage's suspects in prompts
-    explain_first: bool = AgentConfig.model_fields["explain_first"].default  # a diagnosis before each edit
     out_dir: Path = Path("runs/agent")
     tasks_dir: Path | None = None
     progress: bool = True
@@ -95,7 +94,7 @@ def run_one(task: Task, model: str, fmt: str, config: AgentEvalConfig, logs: Pat
             agent = Agent(repo, task.spec.description, test_cmd=command, model=model, edit_format=fmt,
                           max_steps=config.max_steps, max_tokens=config.max_tokens, api_base=config.api_base,
                           candidates=candidates, sandbox=config.sandbox, allow_dirty=True,
-                          localize=config.localize, explain_first=config.explain_first,
+                          localize=config.localize,
                           trace=logs / f"{name}.trace.jsonl",
                           console=Console(file=log, width=160, force_terminal=False), **extra)
             report = agent.run()

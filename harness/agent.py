@@ -259,7 +259,7 @@ class Agent:
         code = self.code_in_play(in_play)  # the code under test comes first
         target = code[0] if code else None
         if self.prompt_format.name != "auto":
-            return reminder(self.format.name, target, self.config.explain_first)
+            return reminder(self.format.name, target)
         if self.plan is None:
             self.plan = FormatPlan(self.count, local_provider.is_local(self.model) or self._scripted,
                                    self.model)
@@ -271,7 +271,7 @@ class Agent:
         if avoid and name not in avoid and name not in self.described:
             self.stalls.switched_format()
         self.format = auto.MEMBERS[name]
-        line = reminder(name, target, self.config.explain_first)
+        line = reminder(name, target)
         if name in self.described:
             return line
         self.described.append(name)

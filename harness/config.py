@@ -62,9 +62,6 @@ class AgentConfig(BaseModel):
     keep_worse_edits: bool = False
     """Keep an edit after which fewer tests pass (or as many pass and more fail) than before it; by default
     it is undone and the model told so (harness/regressions.py)."""
-    explain_first: bool = True
-    """End each prompt asking for one sentence on what is wrong and where before the edit (a few dozen
-    decode tokens a reply; harness/formats/reminders.py)."""
     localize: bool = True
     """Before the first prompt, run the failing tests' files once more under coverage and show the model the
     functions the failing tests run, most suspicious first (tools/localize.py; pytest commands whose Python

@@ -93,8 +93,6 @@ def register(subparsers) -> None:
     ag.add_argument("--api-base", default=None)
     ag.add_argument("--no-localize", dest="localize", action="store_false",
                     help="no coverage localization before each run's first prompt (on by default, as in fix)")
-    ag.add_argument("--no-explain-first", dest="explain_first", action="store_false",
-                    help="no one-sentence diagnosis asked for before each edit (asked by default, as in fix)")
     ag.add_argument("--workers", type=int, default=default(AgentEvalConfig, "workers"), metavar="N",
                     help="runs at once (default: %(default)s); worth it against a server or API that batches "
                          "concurrent requests; a local/ engine answers one request at a time, so there only "
@@ -173,7 +171,6 @@ def run_agent(args) -> int:
         max_tokens=args.max_tokens,
         api_base=args.api_base,
         localize=args.localize,
-        explain_first=args.explain_first,
         sandbox=args.sandbox,
         out_dir=args.out or _default_out("agent"),
         workers=args.workers,

@@ -62,9 +62,6 @@ def register(subparsers) -> None:
     p.add_argument("--no-localize", dest="localize", action="store_false",
                    help="skip the coverage run that ranks the code the failing tests run (pytest "
                         "only; it runs their test files once more, before the first prompt)")
-    p.add_argument("--no-explain-first", dest="explain_first", action="store_false",
-                   help="do not end each prompt asking for one sentence on what is wrong before the edit "
-                        "(a few dozen decode tokens a reply; small models edit better after it)")
     p.add_argument("--trace", type=Path, default=None, metavar="FILE",
                    help="write one JSON line per step (a StepReport) to FILE")
     p.add_argument("--threads", type=int, default=None, metavar="N",
@@ -107,7 +104,6 @@ def run(args: argparse.Namespace) -> int:
                          max_tokens=args.max_tokens, api_base=args.api_base, test_cmd=args.test_cmd,
                          candidates=args.candidates, allow_test_edits=args.allow_test_edits,
                          keep_worse_edits=args.keep_worse_edits, localize=args.localize,
-                         explain_first=args.explain_first,
                          dry_run=args.dry_run, sandbox=args.sandbox,
                          allow_dirty=args.allow_dirty or args.copy)  # a copy is ours to edit
     agent = Agent(workspace, args.task, config, observers=[ConsoleView()], trace=args.trace)

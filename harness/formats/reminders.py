@@ -4,10 +4,6 @@ A format's instructions sit at the top of the prompt (the system message). A sma
 thousands of tokens earlier copies their placeholder example back (Qwen2.5-Coder-1.5B answered a whole-file
 request with `path/to/file.py` and an empty fence, prediction or not) or drops the markers. One sentence at
 the end, naming the file to edit, costs a few prompt tokens and no cache: the tail of a prompt is new anyway.
-
-With `explain_first` the line first asks for one sentence on what is wrong and where: a small model that
-writes its diagnosis before the edit conditions the edit on it, where one that starts with the code tends
-to re-type the function it was shown (no-op edits were a quarter of the 1.5B model's replies).
 """
 
 from __future__ import annotations
@@ -23,17 +19,13 @@ SHAPES = {
 }
 
 
-EXPLAIN_FIRST = "First write one sentence saying which line is wrong and why. Then reply"
-
-
-def reminder(format_name: str, path: str | None, explain_first: bool = False) -> str:
+def reminder(format_name: str, path: str | None) -> str:
     """One sentence: the shape of a reply in `format_name` editing `path` ("" for a format without one, or
-    no file), after a request for a one-sentence diagnosis when `explain_first`."""
+    no file)."""
     if format_name == "symbol" and path is not None and not path.endswith(".py"):
         shape = SHAPES["search_replace"]  # symbol edits other languages with SEARCH/REPLACE
     else:
         shape = SHAPES.get(format_name)
     if shape is None or path is None:
         return ""
-    lead = EXPLAIN_FIRST if explain_first else "Reply"
-    return f"{lead} with {shape.format(path=path)}."
+    return f"Reply with {shape.format(path=path)}."

@@ -92,4 +92,4 @@ def test_an_auto_run_names_the_format_per_step_and_records_why(project, quick_te
     first = agent.prompts[0]
     # the system prompt describes the step's format alone, as that format's own prompt would
     assert first[0]["content"] == f"{SYSTEM}\n\n{auto.opening(step.edit_format)}"
-    assert first[-1]["content"].endswith(reminder(step.edit_format, "calc.py", True))
+    assert first[-1]["content"].endswith(reminder(step.edit_format, "calc.py"))

@@ -13,14 +13,7 @@ from .test_small_model_replies import run
 def test_the_first_prompt_ends_with_the_reply_shape_for_the_code_under_test(project, quick_test_cmd, fmt):
     agent, _, _ = run(project, quick_test_cmd, ["no edits here"], edit_format=fmt, max_steps=1)
     last = agent.prompts[0][-1]["content"].rstrip()
-    assert last.endswith(reminder(fmt, "calc.py", explain_first=True)) and "calc.py" in last.splitlines()[-1]
-    assert last.splitlines()[-1].startswith("First write one sentence saying which line is wrong and why.")
-
-
-def test_the_diagnosis_can_be_left_out(project, quick_test_cmd):
-    agent, _, _ = run(project, quick_test_cmd, ["no edits here"], max_steps=1, explain_first=False)
-    last = agent.prompts[0][-1]["content"].rstrip().splitlines()[-1]
-    assert last.startswith("Reply with calc.py alone on one line")
+    assert last.endswith(reminder(fmt, "calc.py")) and "calc.py" in last.splitlines()[-1]
 
 
 def test_symbol_falls_back_for_other_languages_and_unknown_formats_have_no_reminder():
@@ -38,4 +31,4 @@ def test_a_file_shown_in_part_is_still_the_one_the_reminder_names(project, quick
     agent, _, _ = run(project, quick_test_cmd, ["no edits here"], edit_format="search_replace", max_steps=1,
                       max_file_chars=400)
     assert "calc.py" not in agent.seen and "calc.py" in agent.shown  # calc.py was cut
-    assert agent.prompts[0][-1]["content"].rstrip().endswith(reminder("search_replace", "calc.py", True))
+    assert agent.prompts[0][-1]["content"].rstrip().endswith(reminder("search_replace", "calc.py"))
