@@ -251,7 +251,9 @@ def _plan_file_patch(ws: Workspace, plan: _Plan, fp: FilePatch, old: str | None,
     pure_insertions = bool(fp.hunks) and all(not h.source for h in fp.hunks)
     if fp.is_new or (old is not None and plan.current(old) is None and pure_insertions):
         rel = new or old
-        assert rel is not None
+        if rel is None:  # `--- /dev/null` and `+++ /dev/null`: a section that names no file
+            raise PatchError("a diff section names no file: its --- and +++ lines are both /dev/null; name "
+                             "the file on them (--- a/path, +++ b/path, or --- /dev/null for a new file)")
         existing = plan.current(rel)
         created = _created(fp.hunks, fp.newline)
         if existing is not None and existing.text.replace("\r\n", "\n") != created.text.replace("\r\n", "\n"):

@@ -502,6 +502,16 @@ def test_parent_path_is_a_file(workspace, snapshot):
     assert snapshot(ws.root) == before
 
 
+@pytest.mark.parametrize("hunks", ["", "@@ -0,0 +1 @@\n+x\n"])
+def test_a_section_naming_no_file_is_refused(workspace, snapshot, hunks):
+    """`--- /dev/null` and `+++ /dev/null` (found by hypothesis's hostile diffs): a clear error, no crash."""
+    ws = workspace({"a.py": "A = 1\n"})
+    before = snapshot(ws.root)
+    with pytest.raises(PatchError, match="names no file"):
+        apply_patch(ws, f"--- /dev/null\n+++ /dev/null\n{hunks}")
+    assert snapshot(ws.root) == before
+
+
 def test_result_says_where_each_hunk_matched(workspace):
     """Hunks are placed by content: the result reports the real start line, not the diff's wrong numbers."""
     ws = workspace({"calc.py": CALC})
