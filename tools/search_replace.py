@@ -49,17 +49,20 @@ def _tag(line: str) -> str | None:
     return m["path"] if m else None
 
 
+def _named_as_allowed(m: re.Match | None, tag: str | None) -> bool:
+    """A marker line whose word after the marker, if any, is a path or the block's own `tag`."""
+    return bool(m) and (not m["path"] or m["path"] == tag or looks_like_path(m["path"]) is not None)
+
+
 def _is_divider(line: str, tag: str | None = None) -> bool:
     """A ======= line, bare or followed by a path or by the block's own `tag`."""
-    m = _DIVIDER.match(line)
-    return bool(m) and (not m["path"] or m["path"] == tag or looks_like_path(m["path"]) is not None)
+    return _named_as_allowed(_DIVIDER.match(line), tag)
 
 
 def _is_closing(line: str, tag: str | None = None) -> bool:
     """A REPLACE line; `>>>>>>> word` when the word is a path or the block's own `tag` (the 1.5B model
     labels all three markers with the function it edits: `<<<<<<< quarter_of` ... `>>>>>>> quarter_of`)."""
-    m = _REPLACE.match(line)
-    return bool(m) and (not m["path"] or m["path"] == tag or looks_like_path(m["path"]) is not None)
+    return _named_as_allowed(_REPLACE.match(line), tag)
 
 
 @dataclass(frozen=True)

@@ -24,6 +24,7 @@ from deltaserve.harness.formats.symbol import SymbolEdit, SymbolFormat
 from deltaserve.harness.formats.udiff import UdiffFormat
 from deltaserve.harness.formats.whole import WholeFile, WholeFormat, render
 from deltaserve.tools.patch import PatchResult, SearchReplace
+from deltaserve.tools.symbols import definitions
 from deltaserve.tools.workspace import Workspace
 
 MEMBERS = {fmt.name: fmt for fmt in (WholeFormat(), SymbolFormat(), SearchReplaceFormat(), UdiffFormat())}
@@ -68,14 +69,12 @@ class AutoFormat:
         return render(self.apply(edits, workspace, dry_run=True).new_contents)
 
 
-class AskedFormat:
+class AskedFormat(AutoFormat):
     """A reply to a step of `auto` that asked for `asked`: the syntaxes with markers first (in a code block
     after a path, SEARCH/REPLACE blocks or a diff would pass for a whole file), then `asked`'s, then any.
     A whole-file reply to an existing Python file that defines some of its functions and classes and
     leaves others out is read as those functions (`symbol`): re-typing only the function it fixes is what
     a small model does, and read as the file it would delete the rest."""
-
-    numbered_context = False
 
     def __init__(self, asked):
         self.asked = asked
@@ -85,18 +84,16 @@ class AskedFormat:
         return self.asked.instructions()
 
     def parse(self, reply: str) -> list:
-        for fmt in (MEMBERS["search_replace"], MEMBERS["udiff"], self.asked):
+        order = dict.fromkeys([MEMBERS["search_replace"], MEMBERS["udiff"], self.asked, MEMBERS["symbol"],
+                               MEMBERS["whole"]])
+        for fmt in order:
             edits = fmt.parse(reply)
             if edits:
                 return edits
-        return AutoFormat().parse(reply)
+        return []
 
     def apply(self, edits: list, workspace: Workspace, dry_run: bool = False) -> PatchResult:
-        edits = retyped_in_part(edits, workspace)
-        return member_for(edits).apply(edits, workspace, dry_run=dry_run)
-
-    def counterfactual(self, edits: list, workspace: Workspace) -> str:
-        return render(self.apply(edits, workspace, dry_run=True).new_contents)
+        return super().apply(retyped_in_part(edits, workspace), workspace, dry_run=dry_run)
 
 
 def retyped_in_part(edits: list, workspace: Workspace) -> list:
@@ -115,10 +112,9 @@ def retyped_in_part(edits: list, workspace: Workspace) -> list:
 
 def _top_level_names(source: str) -> set[str]:
     try:
-        tree = ast.parse(source)
+        return {name for name in definitions(ast.parse(source)) if "." not in name}
     except (SyntaxError, ValueError):
         return set()
-    return {n.name for n in tree.body if isinstance(n, ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef)}
 
 
 def member_for(edits: list):
