@@ -18,6 +18,7 @@ from deltaserve.harness.accounting import ApplyOutcome, RunReport, StepReport, T
 from deltaserve.harness.candidates import CandidateOutcome, choose, try_reply
 from deltaserve.harness.config import AgentConfig, default_test_cmd
 from deltaserve.harness.console_view import ConsoleView
+from deltaserve.harness.cut_replies import cut_reply
 from deltaserve.harness.edit_checks import copied_placeholders, refusal
 from deltaserve.harness.events import AgentObserver, RunStart, StepDetails
 from deltaserve.harness.fault_hints import fault_hint, quoted_tests
@@ -36,7 +37,6 @@ from deltaserve.harness.trace import TraceWriter
 from deltaserve.harness.tried_code import START, CodeState, code_state
 from deltaserve.harness.workspace_guard import Snapshot, check_clean
 from deltaserve.tools.checkpoint import Checkpoint
-from deltaserve.tools.fences import fenced_blocks
 from deltaserve.tools.localize import Localization, localize
 from deltaserve.tools.sandbox import choose as choose_sandbox
 from deltaserve.tools.tests import is_test_path, run_tests
@@ -46,15 +46,6 @@ from deltaserve.tools.workspace import Workspace
 PREDICTED_FORMATS = ("whole", "symbol")
 REPEATS = ("repeated reply", "repeated edit")  # candidates that say nothing new: none is worth a step
 RESAMPLE_SEED = 10_000  # seeds of in-step resamples: apart from the per-step seeds of sampled calls
-
-
-def cut_inside_a_block(reply) -> bool:
-    """A reply that hit the token limit (finish_reason "length") while a code block was still open."""
-    if getattr(reply, "finish_reason", None) != "length":
-        return False
-    lines = reply.text.replace("\r\n", "\n").split("\n")
-    blocks = fenced_blocks(lines)
-    return bool(blocks) and blocks[-1].end == len(lines)
 
 
 def edited_paths(edits: list) -> list[str]:
@@ -144,7 +135,8 @@ class Agent:
         ask once more, sampled with another seed, and keep that reply; the step counts both calls."""
         again = self._complete(**self._call_args(messages, prediction), seed=RESAMPLE_SEED + step,
                                temperature=max(self.stalls.temperature(), self.config.resample_temperature))
-        return replace(client.combined(repeat, [again]), text=again.text, texts=[again.text])
+        return replace(client.combined(repeat, [again]), text=again.text, texts=[again.text],
+                       finish_reason=again.finish_reason, finish_reasons=[again.finish_reason])
 
     def pick(self, reply, messages: list[dict], prediction: str | None,
              step: int) -> tuple[client.Completion, list[CandidateOutcome], bool]:
@@ -155,15 +147,18 @@ class Agent:
             return reply, [], False
 
         tried = set(self.tried)  # and the code of this step's candidates, as they are tried
+        finish_reasons: dict[str, str | None] = {}
 
         def trial(text: str):
             outcome = try_reply(self.reader(), text, self.workspace.root, self.test_cmd,
                                 self.config.test_timeout, self.config.allow_test_edits, self.sandbox,
-                                self.code_in_play(), self.seen_in_part(), self.snapshot.originals, tried)
+                                self.code_in_play(), self.seen_in_part(), self.snapshot.originals, tried,
+                                finish_reasons.get(text))
             if outcome.state is not None:
                 tried.add(outcome.state)
             return outcome
 
+        finish_reasons.update(zip(reply.texts, reply.finish_reasons, strict=False))
         index, outcomes = choose(reply.texts, trial, self.replies, (reply.metrics or {}).get("choices"))
         again = all(o.outcome in REPEATS for o in outcomes)
         if again:
@@ -172,8 +167,9 @@ class Agent:
                                               temperature=self.stalls.hotter(),
                                               seed=RESAMPLE_SEED + step * n, call=self._complete)
             reply = client.combined(reply, [more])
+            finish_reasons.update(zip(reply.texts, reply.finish_reasons, strict=False))
             index, outcomes = choose(reply.texts, trial, self.replies, (reply.metrics or {}).get("choices"))
-        return replace(reply, text=reply.texts[index]), outcomes, again
+        return reply.reply(index), outcomes, again
 
     def localize(self, initial) -> Localization | None:
         """The code the failing tests run, ranked, when the config asks and step 0 named failing tests."""
@@ -372,17 +368,20 @@ class Agent:
         if repeated is not None:
             told = feedback.repeated_reply(repeated)
             return make(action="none", outcome="repeated reply"), StepDetails(told)
-        if cut_inside_a_block(reply):  # a whole file cut short would be written short: apply nothing
+        text = reply.text
+        cut = cut_reply(text, reply.finish_reason, self.reader())
+        if cut is not None and cut.text is None:  # a whole file cut short would be written short
             applied = ApplyOutcome(ok=False, error="reply cut off inside a code block", dry_run=dry_run)
             return (make(action="edit", outcome="cut off", apply=applied),
                     StepDetails(feedback.cut_off(self.config.max_tokens)))
-        copied = copied_placeholders(reply.text)
+        text = cut.text if cut is not None else text
+        copied = copied_placeholders(text)
         if copied:
             told = feedback.placeholders_copied(copied)
             applied = ApplyOutcome(ok=False, error=told, dry_run=dry_run)
             return make(action="edit", outcome="example copied", apply=applied), StepDetails(told)
         try:
-            edits, fmt = self.parse_reply(reply.text)
+            edits, fmt = self.parse_reply(text)
         except ValueError as exc:  # a malformed block: tell the model what is wrong with it
             applied = ApplyOutcome(ok=False, error=str(exc), dry_run=dry_run)
             return (make(action="edit", outcome="parse failed", apply=applied),
@@ -394,7 +393,8 @@ class Agent:
         edits, misnamed = repair_misnamed(edits, self.workspace, self.code_in_play())
         moved += misnamed
         step_report, details = self._apply(edits, fmt, make, step)
-        said = [feedback.moved_edits(moved) if moved else "",
+        said = [feedback.cut_definitions(self.config.max_tokens, cut.left_out) if cut is not None else "",
+                feedback.moved_edits(moved) if moved else "",
                 feedback.rebased_blocks(rebased) if rebased else ""]
         if any(said):  # said first: the model should name the real file and its lines as they are next time
             details = replace(details, feedback="\n\n".join([*filter(None, said), details.feedback]))

@@ -14,6 +14,7 @@ from typing import NamedTuple
 from pydantic import BaseModel
 
 from deltaserve.errors import NoChangesError, ToolError
+from deltaserve.harness.cut_replies import cut_reply
 from deltaserve.harness.edit_checks import copied_placeholders, refusal
 from deltaserve.harness.path_repair import repair_misnamed, repair_paths
 from deltaserve.harness.stale_edits import rebase_stale_blocks
@@ -63,11 +64,16 @@ class CandidateOutcome(BaseModel):
 def try_reply(fmt, text: str, root: Path, test_cmd: str, timeout: float, allow_test_edits: bool,
               sandbox: Sandbox | str = "auto", in_play: list[str] = (),
               seen_in_part: frozenset[str] = frozenset(), originals: dict[str, str | None] | None = None,
-              tried: Collection[CodeState] = ()) -> Trial:
+              tried: Collection[CodeState] = (), finish_reason: str | None = None) -> Trial:
     """What one reply's edits did on a scratch copy of `root`, its tests run in `sandbox` (the agent's);
     edits naming a missing file are re-aimed among `in_play` as the agent would (harness/path_repair.py).
     Edits giving code in `tried` (harness/tried_code.py; `originals`: the run's touched files at its
-    start) are not run again: "repeated edit"."""
+    start) are not run again: "repeated edit". A reply cut inside a code block (`finish_reason`
+    "length") is read as the agent reads it (harness/cut_replies.py)."""
+    cut = cut_reply(text, finish_reason, fmt)
+    if cut is not None and cut.text is None:
+        return Trial("cut off", why="reply cut off inside a code block")
+    text = cut.text if cut is not None else text
     copy = make_copy(root)
     try:
         scratch = Workspace(copy)

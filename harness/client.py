@@ -39,9 +39,16 @@ class Completion:
     # every reply when several were asked for (texts[0] is `text`); the token counts above are their sums,
     # with the shared prompt counted once
     texts: list[str] = field(default_factory=list)
+    finish_reasons: list[str | None] = field(default_factory=list)  # each reply's, in `texts` order
 
     def __post_init__(self) -> None:
         self.texts = self.texts or [self.text]
+        self.finish_reasons = self.finish_reasons or [self.finish_reason] * len(self.texts)
+
+    def reply(self, index: int) -> Completion:
+        """This completion with reply `index` as its text (the counts stay the whole call's)."""
+        reasons = self.finish_reasons if len(self.finish_reasons) == len(self.texts) else [self.finish_reason]
+        return replace(self, text=self.texts[index], finish_reason=reasons[min(index, len(reasons) - 1)])
 
 
 def _get(obj: Any, name: str) -> Any:
@@ -85,6 +92,7 @@ def complete(model: str, messages: list[dict], max_tokens: int = 512, api_base: 
         result = _completion(model, choice.message.content or "", choice.finish_reason, response.usage,
                              metrics, latency, ttft_s=None, decode_s=None)
         result.texts = [c.message.content or "" for c in response.choices]
+        result.finish_reasons = [c.finish_reason for c in response.choices]
         return result
     return _streamed(model, call, t0)
 
@@ -124,7 +132,8 @@ def combined(first: Completion, more: list[Completion]) -> Completion:
                    accepted_draft_tokens=total("accepted_draft_tokens"),
                    rejected_draft_tokens=total("rejected_draft_tokens"),
                    latency_s=sum(c.latency_s for c in everyone),
-                   texts=[t for c in everyone for t in c.texts])
+                   texts=[t for c in everyone for t in c.texts],
+                   finish_reasons=[r for c in everyone for r in c.finish_reasons])
 
 
 def _computed(c: Completion) -> int | None:

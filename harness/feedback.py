@@ -103,6 +103,11 @@ def cut_off(max_tokens: int) -> str:
             "is incomplete; nothing was changed. Write a shorter edit: only the code that changes.")
 
 
+def cut_definitions(max_tokens: int, left_out: str) -> str:
+    return (f"Your reply was cut off at the {max_tokens}-token limit inside `{left_out}`: the complete "
+            f"definitions before it were used, `{left_out}` was not. Write only the functions that change.")
+
+
 def repeated_reply(step: int) -> str:
     return (f"This reply is identical to your reply at step {step}, which did not fix the failure; it was "
             "not applied again. Look at the test output once more and try a different change.")

@@ -46,6 +46,7 @@ def switch_note(name: str) -> str:
 class AutoFormat:
     name = "auto"
     numbered_context = False  # re-typing and SEARCH/REPLACE formats need the text exactly as it is
+    reads_definitions = True  # named Python blocks as definitions: a cut reply keeps its complete ones
 
     def instructions(self) -> str:
         """Every format (for a caller that names the format per message itself; the agent describes one at

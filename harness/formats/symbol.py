@@ -13,6 +13,7 @@ from dataclasses import dataclass
 
 from deltaserve.errors import PatchError
 from deltaserve.harness.formats.whole import render
+from deltaserve.tools.diff_marks import without_diff_marks
 from deltaserve.tools.named_blocks import named_blocks
 from deltaserve.tools.patch import (
     PatchResult,
@@ -42,6 +43,7 @@ def _merge(result: PatchResult, more: PatchResult) -> PatchResult:
 class SymbolFormat:
     name = "symbol"
     numbered_context = False
+    reads_definitions = True  # a reply cut inside a block keeps its complete definitions (cut_replies.py)
 
     def instructions(self) -> str:
         return (
@@ -57,11 +59,13 @@ class SymbolFormat:
         )
 
     def parse(self, reply: str) -> list[SymbolEdit | SearchReplace]:
-        """Named Python blocks become SymbolEdits; SEARCH/REPLACE blocks (any file) are kept as they are."""
+        """Named Python blocks become SymbolEdits (diff marks in them taken out: tools/diff_marks.py);
+        SEARCH/REPLACE blocks (any file) are kept as they are."""
         edits: list[SymbolEdit | SearchReplace] = list(parse_search_replace_blocks(reply))
         if edits:
             return edits
-        return [SymbolEdit(b.path, b.content) for b in named_blocks(reply) if b.path.endswith(".py")]
+        return [SymbolEdit(b.path, without_diff_marks(b.content)) for b in named_blocks(reply)
+                if b.path.endswith(".py")]
 
     def apply(self, edits: list, workspace: Workspace, dry_run: bool = False) -> PatchResult:
         """All edits, all or nothing: every new file text is computed before any is written."""

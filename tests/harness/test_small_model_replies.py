@@ -36,6 +36,7 @@ def reply(name: str) -> str:
     ("whole", "whole_path_in_info.txt"),
     ("symbol", "symbol_function.txt"),
     ("symbol", "symbol_path_in_its_own_fence.txt"),
+    ("symbol", "symbol_diff_marks.txt"),
 ])
 def test_loosely_written_edits_are_read_and_apply(project, fmt, sample):
     edits = formats.get(fmt).parse(reply(sample))
