@@ -81,25 +81,37 @@ def test_choose_stops_at_the_first_pass_and_else_takes_the_most_passing():
     assert passing.rank() < unrun.rank()
 
 
-def test_a_round_of_repeated_candidates_is_sampled_again_hotter(project, quick_test_cmd, tmp_path):
-    """Step 2's candidates all repeat step 1's reply (a small model does so even sampled): none is tried,
-    and as many more are asked for, hotter, in the same step; both rounds are counted."""
+def test_repeated_candidates_are_sampled_again_hotter(project, quick_test_cmd, tmp_path):
+    """A candidate repeating an earlier reply (a small model does so even sampled) is not tried, and when
+    none passes as many more are asked for, hotter, in the same step; every round is counted. Step 1: one
+    of two repeats the other; step 2: both repeat step 1's reply."""
     calls: list[dict] = []
     agent = Agent(project, "add() returns the wrong result", test_cmd=quick_test_cmd, model=MODEL,
                   edit_format="symbol", candidates=2, max_steps=2, trace=tmp_path / "t.jsonl",
-                  complete=scripted([WRONG, WRONG, WRONG, WRONG, NOOP, RIGHT], calls))
+                  complete=scripted([WRONG, WRONG, NOOP, WRONG, WRONG, NOOP, RIGHT], calls))
     report = agent.run()
     first, second = report.steps
-    assert first.outcome == "tests fail" and [c.outcome for c in first.candidates] == ["tests fail",
-                                                                                        "repeated reply"]
+    assert first.outcome == "tests fail" and first.resampled
+    assert [c.outcome for c in first.candidates] == ["tests fail", "repeated reply", "no-op edit"]
+    assert first.completion_tokens == 60 and calls[2]["n"] == 1  # one more, for the one repeat
     assert second.outcome == "tests pass" and second.resampled and second.reply == RIGHT
     # NOOP's `a - b`, once step 1's `a * b` is in place, gives back the code tested at the start
     assert [c.outcome for c in second.candidates] == ["repeated reply", "repeated reply", "repeated edit",
                                                       "tests pass"]
     assert second.completion_tokens == 80  # both rounds' decodes
-    greedy, sampled, again = calls[2:]  # round 1: the greedy reply and one sample; round 2: two samples
+    greedy, sampled, again = calls[3:]  # round 1: the greedy reply and one sample; round 2: two samples
     assert "n" not in greedy and sampled["n"] == 1 and again["n"] == 2
     assert again["temperature"] > sampled["temperature"] > 0 and again["seed"] != sampled["seed"]
+
+
+def test_no_more_are_sampled_once_a_candidate_passes(project, quick_test_cmd):
+    calls: list[dict] = []
+    agent = Agent(project, "add() returns the wrong result", test_cmd=quick_test_cmd, model=MODEL,
+                  edit_format="symbol", candidates=3, max_steps=1,
+                  complete=scripted([RIGHT, RIGHT, WRONG], calls))
+    (step,) = agent.run().steps
+    assert step.outcome == "tests pass" and not step.resampled and len(calls) == 2
+    assert [c.outcome for c in step.candidates] == ["tests pass", "not tried", "not tried"]
 
 
 def test_a_search_replace_candidate_changing_nothing_is_a_no_op_as_in_the_agent(project, quick_test_cmd):

@@ -60,8 +60,9 @@ def test_a_round_giving_only_tested_code_is_sampled_again(project, quick_test_cm
     calls: list[dict] = []
     agent = Agent(project, "add() returns the wrong result", test_cmd=quick_test_cmd, model=MODEL,
                   edit_format="symbol", candidates=2, max_steps=2,
-                  complete=scripted_candidates([wrong, wrong, back, back_too, right, right], calls))
+                  complete=scripted_candidates([wrong, wrong, wrong, back, back_too, right, right], calls))
     first, second = agent.run().steps
+    # step 1: its second candidate repeats the first, so one more is sampled (it repeats too)
     assert first.outcome == "tests fail"
     assert [c.outcome for c in second.candidates][:3] == ["repeated edit", "repeated edit", "tests pass"]
     assert second.resampled and second.outcome == "tests pass"
