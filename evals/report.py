@@ -373,23 +373,33 @@ def _finish_log_x(plt, fig, ax, path: Path, xlabel: str, ylabel: str, title: str
 
 
 def plot_agent(rows: list[dict], path: Path) -> Path:
-    """Solve rate, and per solved task the median decode passes beside the whole-file tokens (the passes a
-    plain whole-file decode would run), per model x format x candidates."""
+    """Solve rate (each bar labelled solved/runs), and per solved task the median decode passes beside the
+    whole-file tokens (the passes a plain whole-file decode would run), per model x format x candidates;
+    passes on a log scale, since a diff's passes and a file's tokens differ by orders of magnitude."""
     plt = _plt()
     summary = agent_summary_rows(rows)
     labels = [f"{s['model'].split('/')[-1]}\n{s['format']} x{s['candidates']}" for s in summary]
-    fig, (ax1, ax2) = plt.subplots(1, 2, figsize=(11, 4.5))
-    ax1.bar(labels, [s["solve rate"] for s in summary])
+    fig, (ax1, ax2) = plt.subplots(1, 2, figsize=(max(11.0, 1.3 * len(summary)), 4.5))
+    bars = ax1.bar(labels, [s["solve rate"] for s in summary])
+    ax1.bar_label(bars, [f"{s['solved']}/{s['runs']}" for s in summary], fontsize=8)
     ax1.set_ylim(0, 1)
     ax1.set_ylabel("solve rate")
     xs = range(len(summary))
-    ax2.bar([x - 0.2 for x in xs], [s["median decode passes (solved)"] or 0 for s in summary], width=0.4,
-            label="decode passes run")
-    ax2.bar([x + 0.2 for x in xs], [s["median whole-file tokens (solved)"] or 0 for s in summary], width=0.4,
-            label="whole file, plain decode")
+    passes = [s["median decode passes (solved)"] for s in summary]
+    whole = [s["median whole-file tokens (solved)"] for s in summary]
+    run = ax2.bar([x - 0.2 for x in xs], [p or 0 for p in passes], width=0.4, label="decode passes run")
+    plain = ax2.bar([x + 0.2 for x in xs], [w or 0 for w in whole], width=0.4,
+                    label="whole file, plain decode")
+    for group, values in ((run, passes), (plain, whole)):
+        ax2.bar_label(group, ["" if v is None else f"{v:,.0f}" for v in values], fontsize=7)
+    for x, p in zip(xs, passes, strict=True):
+        if p is None:
+            ax2.annotate("none solved", (x, 1), ha="center", va="bottom", fontsize=7, color="grey")
+    ax2.set_yscale("log")
+    ax2.set_ylim(1, 20 * max([v for v in passes + whole if v], default=1))  # room for the legend
     ax2.set_xticks(list(xs), labels)
-    ax2.set_ylabel("median per solved task")
-    ax2.legend()
+    ax2.set_ylabel("median per solved task (log scale)")
+    ax2.legend(loc="upper left", fontsize=8)
     for ax in (ax1, ax2):
         ax.tick_params(axis="x", labelsize=7)
     fig.suptitle("Agent eval: solve rate and decode passes (passes saved = whole file - passes run)")
