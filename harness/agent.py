@@ -162,7 +162,7 @@ class Agent:
                     tried.add(trials[text].state)
             return trials[text]
 
-        finish_reasons.update(zip(reply.texts, reply.finish_reasons, strict=False))
+        finish_reasons.update(zip(reply.texts, reply.finish_reasons, strict=True))
         index, outcomes = choose(reply.texts, trial, self.replies, (reply.metrics or {}).get("choices"))
         repeats = sum(o.outcome in REPEATS for o in outcomes)
         again = repeats > 0 and all(o.outcome != PASSED for o in outcomes)
@@ -172,7 +172,7 @@ class Agent:
                                               seed=RESAMPLE_SEED + step * self.config.candidates,
                                               call=self._complete)
             reply = client.combined(reply, [more])
-            finish_reasons.update(zip(reply.texts, reply.finish_reasons, strict=False))
+            finish_reasons.update(zip(reply.texts, reply.finish_reasons, strict=True))
             index, outcomes = choose(reply.texts, trial, self.replies, (reply.metrics or {}).get("choices"))
         return reply.reply(index), outcomes, again
 
@@ -373,20 +373,19 @@ class Agent:
         if repeated is not None:
             told = feedback.repeated_reply(repeated)
             return make(action="none", outcome="repeated reply"), StepDetails(told)
-        text = reply.text
-        cut = cut_reply(text, reply.finish_reason, self.reader())
+        cut = cut_reply(reply.text, reply.finish_reason, self.reader(), self.workspace)
         if cut is not None and cut.text is None:  # a whole file cut short would be written short
             applied = ApplyOutcome(ok=False, error="reply cut off inside a code block", dry_run=dry_run)
             return (make(action="edit", outcome="cut off", apply=applied),
                     StepDetails(feedback.cut_off(self.config.max_tokens)))
-        text = cut.text if cut is not None else text
+        text = reply.text if cut is None else cut.text
         copied = copied_placeholders(text)
         if copied:
             told = feedback.placeholders_copied(copied)
             applied = ApplyOutcome(ok=False, error=told, dry_run=dry_run)
             return make(action="edit", outcome="example copied", apply=applied), StepDetails(told)
         try:
-            edits, fmt = self.parse_reply(text)
+            edits, fmt = self.parse_reply(text) if cut is None else (cut.reader.parse(text), cut.reader)
         except ValueError as exc:  # a malformed block: tell the model what is wrong with it
             applied = ApplyOutcome(ok=False, error=str(exc), dry_run=dry_run)
             return (make(action="edit", outcome="parse failed", apply=applied),

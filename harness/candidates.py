@@ -70,13 +70,13 @@ def try_reply(fmt, text: str, root: Path, test_cmd: str, timeout: float, allow_t
     Edits giving code in `tried` (harness/tried_code.py; `originals`: the run's touched files at its
     start) are not run again: "repeated edit". A reply cut inside a code block (`finish_reason`
     "length") is read as the agent reads it (harness/cut_replies.py)."""
-    cut = cut_reply(text, finish_reason, fmt)
-    if cut is not None and cut.text is None:
-        return Trial("cut off", why="reply cut off inside a code block")
-    text = cut.text if cut is not None else text
     copy = make_copy(root)
     try:
         scratch = Workspace(copy)
+        cut = cut_reply(text, finish_reason, fmt, scratch)
+        if cut is not None and cut.text is None:
+            return Trial("cut off", why="reply cut off inside a code block")
+        text, fmt = (text, fmt) if cut is None else (cut.text, cut.reader)
         if copied_placeholders(text):
             return Trial("example copied")
         try:

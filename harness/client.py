@@ -43,12 +43,12 @@ class Completion:
 
     def __post_init__(self) -> None:
         self.texts = self.texts or [self.text]
-        self.finish_reasons = self.finish_reasons or [self.finish_reason] * len(self.texts)
+        if len(self.finish_reasons) != len(self.texts):  # unknown per reply: the call's for each
+            self.finish_reasons = [self.finish_reason] * len(self.texts)
 
     def reply(self, index: int) -> Completion:
         """This completion with reply `index` as its text (the counts stay the whole call's)."""
-        reasons = self.finish_reasons if len(self.finish_reasons) == len(self.texts) else [self.finish_reason]
-        return replace(self, text=self.texts[index], finish_reason=reasons[min(index, len(reasons) - 1)])
+        return replace(self, text=self.texts[index], finish_reason=self.finish_reasons[index])
 
 
 def _get(obj: Any, name: str) -> Any:

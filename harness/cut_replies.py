@@ -1,9 +1,10 @@
-"""Replies cut off at the token limit inside a code block. Written as it is, a whole file cut short would
-lose its tail, so by default nothing of such a reply is applied. A format that reads named Python blocks as
-whole definitions (`symbol`, and `auto`, which reads a re-typed file's definitions) keeps what the model
-finished: the cut block ends at its last complete top-level definition, and the one the cut fell in is left
-out. A small model asked for one function often re-types the whole file and runs out of tokens after the
-function it fixed (seen with Qwen2.5-Coder-1.5B: 9 cut replies of 171 in one 24-task run)."""
+"""Replies cut off at the token limit inside a code block. Written as it is, a file cut short would lose
+its tail, so by default nothing of such a reply is applied. Under a format that reads named Python blocks
+as whole definitions (`symbol`, `auto`), the definitions the model finished are kept: the cut block ends
+before the top-level statement the cut fell in, and what is left is read as whole functions (`symbol`),
+whatever the step asked for, so it never replaces a file. A small model asked for one function often
+re-types the whole file and runs out of tokens after the function it fixed (Qwen2.5-Coder-1.5B: 9 cut
+replies of 171 in one 24-task run)."""
 
 from __future__ import annotations
 
@@ -11,18 +12,21 @@ import ast
 import re
 from dataclasses import dataclass
 
+from deltaserve.errors import ToolError
+from deltaserve.harness.formats.symbol import SymbolFormat
 from deltaserve.tools.fences import fenced_blocks
 from deltaserve.tools.named_blocks import named_blocks
+from deltaserve.tools.workspace import Workspace
 
-# a line that starts a top-level definition: its decorator or its `def` / `class` line
-_DEFINITION_START = re.compile(r"(@|(async\s+)?def\s|class\s)")
 _NAME = re.compile(r"(?:async\s+)?(?:def|class)\s+(\w+)")
+_NOT_A_START = ("#", ")", "]", "}")  # column-0 lines that cannot begin a statement
 
 
 @dataclass(frozen=True)
 class CutReply:
     text: str | None  # what of the reply can be applied, as a reply; None: nothing
-    left_out: str | None = None  # the definition the cut fell in, when `text` keeps the ones before it
+    left_out: str = ""  # what the cut fell in, for the feedback
+    reader: SymbolFormat | None = None  # the format `text` is read and applied with
 
 
 def cut_inside_a_block(text: str, finish_reason: str | None) -> bool:
@@ -34,37 +38,51 @@ def cut_inside_a_block(text: str, finish_reason: str | None) -> bool:
     return bool(blocks) and blocks[-1].end == len(lines)
 
 
-def cut_reply(text: str, finish_reason: str | None, fmt) -> CutReply | None:
-    """None when the reply was not cut inside a block; else the part of it `fmt` may apply."""
+def cut_reply(text: str, finish_reason: str | None, fmt, workspace: Workspace) -> CutReply | None:
+    """None when the reply was not cut inside a block; else the part of it that may be applied."""
     if not cut_inside_a_block(text, finish_reason):
         return None
     if not getattr(fmt, "reads_definitions", False):
         return CutReply(None)
-    return complete_definitions(text) or CutReply(None)
+    return complete_definitions(text, workspace) or CutReply(None)
 
 
-def complete_definitions(text: str) -> CutReply | None:
-    """`text`, whose last code block is cut short, with that block ending before the top-level definition
-    the cut fell in; None unless the block names a Python file and what is left of it parses and defines
-    something."""
+def complete_definitions(text: str, workspace: Workspace) -> CutReply | None:
+    """`text`, whose last code block is cut short, with that block ending before the top-level statement
+    the cut fell in; None unless the block names an existing Python file (a new one would be written
+    short) and what is left of it parses and defines something."""
     lines = text.replace("\r\n", "\n").split("\n")
     blocks = fenced_blocks(lines)
     named = named_blocks(text)
-    if not blocks or not named or named[-1].start != blocks[-1].start or not named[-1].path.endswith(".py"):
+    if not blocks or not named or named[-1].start != blocks[-1].start:
+        return None
+    path = named[-1].path
+    try:
+        if not path.endswith(".py") or not workspace.exists(path):
+            return None
+    except ToolError:  # a refused path: nothing of it is applied, as for any cut reply
         return None
     body = named[-1].content.split("\n")
-    starts = [i for i, line in enumerate(body)
-              if _DEFINITION_START.match(line) and not (i and body[i - 1].startswith("@"))]
-    if not starts:
-        return None
-    kept = "\n".join(body[: starts[-1]]).rstrip() + "\n"
+    starts = [i for i, line in enumerate(body) if line[:1].strip() and not line.startswith(_NOT_A_START)]
+    for start in reversed(starts):  # the latest statement boundary before which the code is complete
+        kept = "\n".join(body[:start]).rstrip() + "\n"
+        last = _last_definition(kept)
+        if last is not None:
+            cut_in = next((m.group(1) for line in body[start:] if (m := _NAME.match(line))), None)
+            fence = blocks[-1].fence.marker
+            before = "\n".join(lines[: blocks[-1].start])
+            return CutReply(f"{before}\n{path}\n{fence}\n{kept}{fence}\n",
+                            f"`{cut_in}`" if cut_in else f"the code after `{last}`", SymbolFormat())
+    return None
+
+
+def _last_definition(code: str) -> str | None:
+    """The name of the last top-level function or class of `code`; None if it defines none or does not
+    parse."""
     try:
-        tree = ast.parse(kept)
+        tree = ast.parse(code)
     except SyntaxError:
         return None
-    if not any(isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef) for node in tree.body):
-        return None
-    cut_at = next((m.group(1) for line in body[starts[-1]:] if (m := _NAME.match(line))), None)
-    fence = blocks[-1].fence.marker
-    before = "\n".join(lines[: blocks[-1].start])
-    return CutReply(f"{before}\n{named[-1].path}\n{fence}\n{kept}{fence}\n", cut_at or "its last definition")
+    names = [node.name for node in tree.body
+             if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef)]
+    return names[-1] if names else None

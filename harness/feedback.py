@@ -104,8 +104,9 @@ def cut_off(max_tokens: int) -> str:
 
 
 def cut_definitions(max_tokens: int, left_out: str) -> str:
-    return (f"Your reply was cut off at the {max_tokens}-token limit inside `{left_out}`: the complete "
-            f"definitions before it were used, `{left_out}` was not. Write only the functions that change.")
+    return (f"Your reply was cut off at the {max_tokens}-token limit inside {left_out}: the complete "
+            f"definitions before it were used as whole functions, {left_out} was not. Write only the "
+            "functions that change.")
 
 
 def repeated_reply(step: int) -> str:

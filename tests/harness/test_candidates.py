@@ -105,13 +105,14 @@ def test_repeated_candidates_are_sampled_again_hotter(project, quick_test_cmd, t
 
 
 def test_no_more_are_sampled_once_a_candidate_passes(project, quick_test_cmd):
+    """A repeat among the candidates asks for more only when none of them passes."""
     calls: list[dict] = []
     agent = Agent(project, "add() returns the wrong result", test_cmd=quick_test_cmd, model=MODEL,
                   edit_format="symbol", candidates=3, max_steps=1,
-                  complete=scripted([RIGHT, RIGHT, WRONG], calls))
+                  complete=scripted([WRONG, WRONG, RIGHT], calls))
     (step,) = agent.run().steps
+    assert [c.outcome for c in step.candidates] == ["tests fail", "repeated reply", "tests pass"]
     assert step.outcome == "tests pass" and not step.resampled and len(calls) == 2
-    assert [c.outcome for c in step.candidates] == ["tests pass", "not tried", "not tried"]
 
 
 def test_a_search_replace_candidate_changing_nothing_is_a_no_op_as_in_the_agent(project, quick_test_cmd):

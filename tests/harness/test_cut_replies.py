@@ -1,6 +1,7 @@
 """Replies cut off at the token limit inside a code block: whole-definition formats keep the definitions
-the model finished, whole files are never written short, and a cut candidate is read as the agent would
-read it (each reply's own finish_reason). Real files, real test commands; only the replies are scripted."""
+the model finished and apply them as whole functions, a file is never written short, and a cut candidate
+is read as the agent would read it (each reply's own finish_reason). Real files, real test commands; only
+the replies are scripted."""
 
 from __future__ import annotations
 
@@ -10,12 +11,13 @@ from deltaserve.harness import Agent, formats
 from deltaserve.harness.candidates import try_reply
 from deltaserve.harness.client import complete
 from deltaserve.harness.cut_replies import complete_definitions, cut_reply
+from deltaserve.harness.formats.auto import AskedFormat
+from deltaserve.tools.workspace import Workspace
 
 MODEL = "openai/gpt-4o-mini"  # counted with litellm's bundled tokenizer; never called
 FIXED_ADD = "def add(a, b):\n    return a + b\n"
 # the whole file re-typed with add() fixed, cut inside mul()'s body: a short file if written as it is
 CUT = f"calc.py\n```python\n{FIXED_ADD}\n\ndef mul(a, b):\n    return a"
-CUT_IN_A_DECORATOR = f"calc.py\n```python\n{FIXED_ADD}\n\n@functools.cache\n"
 
 
 def scripted(replies: list[tuple[str, str]], calls: list[dict]):
@@ -34,28 +36,52 @@ def scripted(replies: list[tuple[str, str]], calls: list[dict]):
     return call
 
 
-def test_the_definitions_before_the_cut_are_kept_and_the_cut_one_named():
-    kept = complete_definitions(CUT)
-    assert kept.left_out == "mul"
-    (edit,) = formats.get("symbol").parse(kept.text)
-    assert edit.code == FIXED_ADD
-    # a decorator line belongs to the definition it starts
-    assert formats.get("symbol").parse(complete_definitions(CUT_IN_A_DECORATOR).text)[0].code == FIXED_ADD
+def kept_code(reply: str, project) -> str:
+    kept = complete_definitions(reply, Workspace(project))
+    (edit,) = kept.reader.parse(kept.text)
+    return edit.code
 
 
-def test_nothing_is_kept_when_no_definition_was_finished_or_the_file_is_not_python():
-    assert complete_definitions("calc.py\n```python\ndef add(a, b):\n    return a") is None
-    assert complete_definitions("calc.py\n```python\nimport os\n\ndef add(a, b):\n") is None
-    assert complete_definitions(CUT.replace("calc.py", "calc.js")) is None
+def test_the_definitions_before_the_cut_are_kept_and_the_cut_one_named(project):
+    kept = complete_definitions(CUT, Workspace(project))
+    assert kept.left_out == "`mul`" and kept_code(CUT, project) == FIXED_ADD
+    # a decorator, even over several lines and with a comment under it, goes with its definition
+    decorated = f"calc.py\n```python\n{FIXED_ADD}\n\n@functools.lru_cache(\n    maxsize=8)\n# why\ndef mul("
+    assert kept_code(decorated, project) == FIXED_ADD
+    # a cut in module-level code after the last definition keeps that definition
+    trailing = f"calc.py\n```python\n{FIXED_ADD}\n\nif __name__ == '__main__':\n    print(add("
+    assert kept_code(trailing, project) == FIXED_ADD
+    assert complete_definitions(trailing, Workspace(project)).left_out == "the code after `add`"
 
 
-def test_only_formats_that_read_definitions_keep_part_of_a_cut_reply():
-    assert cut_reply(CUT, "stop", formats.get("whole")) is None  # not cut: read as usual
-    assert cut_reply(CUT, "length", formats.get("whole")).text is None  # a whole file would be written short
-    assert cut_reply(CUT, "length", formats.get("symbol")).left_out == "mul"
-    assert cut_reply(CUT, "length", formats.get("auto")).left_out == "mul"
-    closed = CUT + "\n```\n"  # closed just at the limit: complete
-    assert cut_reply(closed, "length", formats.get("whole")) is None
+def test_nothing_is_kept_when_no_definition_was_finished_or_the_file_is_new_or_not_python(project):
+    ws = Workspace(project)
+    assert complete_definitions("calc.py\n```python\ndef add(a, b):\n    return a", ws) is None
+    assert complete_definitions("calc.py\n```python\nimport os\n\ndef add(a, b):\n", ws) is None
+    assert complete_definitions(CUT.replace("calc.py", "new_module.py"), ws) is None  # would be written short
+    (project / "calc.js").write_text("")
+    assert complete_definitions(CUT.replace("calc.py", "calc.js"), ws) is None
+    assert complete_definitions(CUT.replace("calc.py", "../outside.py"), ws) is None  # a refused path
+
+
+def test_only_formats_that_read_definitions_keep_part_of_a_cut_reply(project):
+    ws = Workspace(project)
+    assert cut_reply(CUT, "stop", formats.get("whole"), ws) is None  # not cut: read as usual
+    assert cut_reply(CUT, "length", formats.get("whole"), ws).text is None  # the file would be written short
+    assert cut_reply(CUT, "length", formats.get("symbol"), ws).left_out == "`mul`"
+    assert cut_reply(CUT + "\n```\n", "length", formats.get("whole"), ws) is None  # closed at the limit
+
+
+def test_under_auto_a_cut_whole_file_step_never_writes_the_file_short(project):
+    """A step that asked for the whole file, answered with every definition and cut in the module code
+    after them: read as a whole file, the kept part would drop that code; it is read as functions."""
+    (project / "calc.py").write_text((project / "calc.py").read_text() + "\nif __name__ == '__main__':\n"
+                                     "    print(add(1, 2))\n")
+    reply = f"calc.py\n```python\n{FIXED_ADD}\n\ndef mul(a, b):\n    return a * b\n\nif __name__ =="
+    ws = Workspace(project)
+    cut = cut_reply(reply, "length", AskedFormat(formats.get("whole")), ws)
+    new = cut.reader.apply(cut.reader.parse(cut.text), ws, dry_run=True).new_contents["calc.py"]
+    assert "a + b" in new and "print(add(1, 2))" in new
 
 
 def test_the_agent_applies_the_finished_definitions_and_says_what_was_left_out(project, quick_test_cmd):
