@@ -378,8 +378,11 @@ def plot_agent(rows: list[dict], path: Path) -> Path:
     passes on a log scale, since a diff's passes and a file's tokens differ by orders of magnitude."""
     plt = _plt()
     summary = agent_summary_rows(rows)
-    labels = [f"{s['model'].split('/')[-1]}\n{s['format']} x{s['candidates']}" for s in summary]
-    fig, (ax1, ax2) = plt.subplots(1, 2, figsize=(max(11.0, 1.3 * len(summary)), 4.5))
+    models = list(dict.fromkeys(s["model"].split("/")[-1] for s in summary))
+    named = len(models) > 1  # one model: named in the title, not under every bar
+    labels = [(f"{s['model'].split('/')[-1]}\n" if named else "") + f"{s['format']} x{s['candidates']}"
+              for s in summary]
+    fig, (ax1, ax2) = plt.subplots(1, 2, figsize=(max(11.0, 1.6 * len(summary)), 4.5))
     bars = ax1.bar(labels, [s["solve rate"] for s in summary])
     ax1.bar_label(bars, [f"{s['solved']}/{s['runs']}" for s in summary], fontsize=8)
     ax1.set_ylim(0, 1)
@@ -394,15 +397,16 @@ def plot_agent(rows: list[dict], path: Path) -> Path:
         ax2.bar_label(group, ["" if v is None else f"{v:,.0f}" for v in values], fontsize=7)
     for x, p in zip(xs, passes, strict=True):
         if p is None:
-            ax2.annotate("none solved", (x, 1), ha="center", va="bottom", fontsize=7, color="grey")
+            ax2.annotate("none\nsolved", (x, 1), ha="center", va="bottom", fontsize=7, color="grey")
     ax2.set_yscale("log")
     ax2.set_ylim(1, 20 * max([v for v in passes + whole if v], default=1))  # room for the legend
     ax2.set_xticks(list(xs), labels)
     ax2.set_ylabel("median per solved task (log scale)")
     ax2.legend(loc="upper left", fontsize=8)
     for ax in (ax1, ax2):
-        ax.tick_params(axis="x", labelsize=7)
-    fig.suptitle("Agent eval: solve rate and decode passes (passes saved = whole file - passes run)")
+        ax.tick_params(axis="x", labelsize=7, labelrotation=15)
+    title = "Agent eval: solve rate and decode passes (passes saved = whole file - passes run)"
+    fig.suptitle(title if named else f"{title}, {models[0]}")
     fig.tight_layout()
     fig.savefig(path, dpi=110)
     plt.close(fig)
