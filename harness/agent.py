@@ -149,20 +149,19 @@ class Agent:
             return reply, [], False
 
         tried = set(self.tried)  # and the code of this step's candidates, as they are tried
-        finish_reasons: dict[str, str | None] = {}
         trials: dict[str, Any] = {}  # each text is tried once, in whichever round it came
 
         def trial(text: str):
             if text not in trials:
+                finish_reason = reply.finish_reasons[reply.texts.index(text)]  # `reply`: this round's
                 trials[text] = try_reply(self.reader(), text, self.workspace.root, self.test_cmd,
                                          self.config.test_timeout, self.config.allow_test_edits, self.sandbox,
                                          self.code_in_play(), self.seen_in_part(), self.snapshot.originals,
-                                         tried, finish_reasons.get(text))
+                                         tried, finish_reason)
                 if trials[text].state is not None:
                     tried.add(trials[text].state)
             return trials[text]
 
-        finish_reasons.update(zip(reply.texts, reply.finish_reasons, strict=True))
         index, outcomes = choose(reply.texts, trial, self.replies, (reply.metrics or {}).get("choices"))
         repeats = sum(o.outcome in REPEATS for o in outcomes)
         again = repeats > 0 and all(o.outcome != PASSED for o in outcomes)
@@ -172,7 +171,6 @@ class Agent:
                                               seed=RESAMPLE_SEED + step * self.config.candidates,
                                               call=self._complete)
             reply = client.combined(reply, [more])
-            finish_reasons.update(zip(reply.texts, reply.finish_reasons, strict=True))
             index, outcomes = choose(reply.texts, trial, self.replies, (reply.metrics or {}).get("choices"))
         return reply.reply(index), outcomes, again
 

@@ -81,7 +81,7 @@ def _last_definition(code: str) -> str | None:
     parse."""
     try:
         tree = ast.parse(code)
-    except SyntaxError:
+    except (SyntaxError, ValueError):  # ValueError: null bytes
         return None
     names = [node.name for node in tree.body
              if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef)]

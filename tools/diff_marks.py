@@ -11,7 +11,7 @@ import ast
 def _parses(code: str) -> bool:
     try:
         ast.parse(code)
-    except SyntaxError:
+    except (SyntaxError, ValueError):  # ValueError: null bytes
         return False
     return True
 

@@ -14,15 +14,17 @@ NOOP = "calc.py\n```python\ndef add(a, b):\n    return a - b\n```\n"
 RIGHT = "calc.py\n```python\ndef add(a, b):\n    return a + b\n```\n"
 
 
-def scripted(replies: list[str], calls: list[dict]):
-    """Calls answering with the next `n` replies as choices; usage as a provider would report it."""
+def scripted(replies: list[str | tuple[str, str]], calls: list[dict]):
+    """Calls answering with the next `n` replies as choices (a reply: its text, or (text, finish_reason)
+    where it is not "stop"); usage as a provider would report it."""
     def call(**kwargs):
         calls.append(kwargs)
         done = sum(c.get("n", 1) for c in calls[:-1])
-        texts = replies[done : done + kwargs.get("n", 1)]
+        sent = [r if isinstance(r, tuple) else (r, "stop") for r in replies[done : done + kwargs.get("n", 1)]]
+        texts = [text for text, _ in sent]
         prompt = litellm.token_counter(model=MODEL, messages=kwargs["messages"])
-        choices = [{"index": i, "message": {"role": "assistant", "content": t}, "finish_reason": "stop"}
-                   for i, t in enumerate(texts)]
+        choices = [{"index": i, "message": {"role": "assistant", "content": t}, "finish_reason": finish}
+                   for i, (t, finish) in enumerate(sent)]
         mock = {"choices": choices,
                 "usage": {"prompt_tokens": prompt, "completion_tokens": 20 * len(texts),
                           "total_tokens": prompt + 20 * len(texts),

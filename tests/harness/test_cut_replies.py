@@ -5,35 +5,17 @@ the replies are scripted."""
 
 from __future__ import annotations
 
-import litellm
-
 from deltaserve.harness import Agent, formats
 from deltaserve.harness.candidates import try_reply
-from deltaserve.harness.client import complete
 from deltaserve.harness.cut_replies import complete_definitions, cut_reply
 from deltaserve.harness.formats.auto import AskedFormat
 from deltaserve.tools.workspace import Workspace
 
-MODEL = "openai/gpt-4o-mini"  # counted with litellm's bundled tokenizer; never called
+from .test_candidates import MODEL, scripted
+
 FIXED_ADD = "def add(a, b):\n    return a + b\n"
 # the whole file re-typed with add() fixed, cut inside mul()'s body: a short file if written as it is
 CUT = f"calc.py\n```python\n{FIXED_ADD}\n\ndef mul(a, b):\n    return a"
-
-
-def scripted(replies: list[tuple[str, str]], calls: list[dict]):
-    """Calls answering with the next `n` (text, finish_reason) replies as choices."""
-    def call(**kwargs):
-        calls.append(kwargs)
-        done = sum(c.get("n", 1) for c in calls[:-1])
-        sent = replies[done : done + kwargs.get("n", 1)]
-        prompt = litellm.token_counter(model=MODEL, messages=kwargs["messages"])
-        choices = [{"index": i, "message": {"role": "assistant", "content": text}, "finish_reason": finish}
-                   for i, (text, finish) in enumerate(sent)]
-        mock = {"choices": choices, "usage": {"prompt_tokens": prompt, "completion_tokens": 20 * len(sent),
-                                              "total_tokens": prompt + 20 * len(sent)}}
-        kwargs = {k: v for k, v in kwargs.items() if k not in ("seed", "n")}
-        return complete(**kwargs, mock_response=mock)
-    return call
 
 
 def kept_code(reply: str, project) -> str:
