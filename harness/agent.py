@@ -494,8 +494,6 @@ class Agent:
             self.baseline, self.last_test_output = before, before.output
             outcome, applied.undone = "tests worse", True
             told = f"{told}\n\n{feedback.worse_edits_undone(before, tests)}"
-        elif not tests.ok:
-            told = f"{told}\n\n{feedback.still_failing()}"
         return (make(action="edit", outcome=outcome, apply=applied, tests=TestOutcome.from_result(tests),
                      whole_file_tokens=whole_tokens), StepDetails(told, result.diff, files))
 

@@ -114,13 +114,6 @@ def repeated_reply(step: int) -> str:
             "not applied again. Look at the test output once more and try a different change.")
 
 
-def still_failing() -> str:
-    """After edits that stay in place and leave the tests failing: a small model otherwise answers the next
-    prompt with the same reply (sampled or not), which can change nothing."""
-    return ("Your edits above are kept and the tests still fail, so sending them again would change "
-            "nothing. Read the failure and change what still causes it.")
-
-
 def asked_again(steps: list[int]) -> str:
     """Said at the end of the step's own prompt when it is asked again because its replies repeated
     earlier ones (a small model copies its own history, even sampled hot): the reply itself is not shown
