@@ -27,7 +27,7 @@ from deltaserve.harness.formats import auto, whole
 from deltaserve.harness.formats.reminders import reminder
 from deltaserve.harness.path_repair import repair_misnamed, repair_paths
 from deltaserve.harness.prefix_monitor import PrefixBreak, PrefixMonitor, chat_prompt_ids, reply_ids
-from deltaserve.harness.prompt import Prompt, with_note
+from deltaserve.harness.prompt import Prompt
 from deltaserve.harness.regressions import regressed
 from deltaserve.harness.stale_edits import rebase_stale_blocks
 from deltaserve.harness.stalls import StallPolicy
@@ -132,11 +132,8 @@ class Agent:
 
     def resample(self, messages: list[dict], prediction: str | None, step: int, repeat):
         """A reply repeating an earlier one is known before anything is applied, so it need not cost a step:
-        ask once more, sampled with another seed and told which reply not to repeat, and keep that reply;
-        the step counts both calls."""
-        note = feedback.asked_again(self.repeated_steps([repeat.text]))
-        again = self._complete(**self._call_args(with_note(messages, note), prediction),
-                               seed=RESAMPLE_SEED + step,
+        ask once more, sampled with another seed, and keep that reply; the step counts both calls."""
+        again = self._complete(**self._call_args(messages, prediction), seed=RESAMPLE_SEED + step,
                                temperature=max(self.stalls.temperature(), self.config.resample_temperature))
         return replace(client.combined(repeat, [again]), text=again.text, texts=[again.text],
                        finish_reason=again.finish_reason, finish_reasons=[again.finish_reason])
@@ -145,10 +142,9 @@ class Agent:
              step: int) -> tuple[client.Completion, list[CandidateOutcome], bool]:
         """The candidate to keep (as `reply` with its text), every candidate's outcome, and whether a second
         round was asked for: a candidate that repeats an earlier reply or the code of an earlier edit says
-        nothing new, so when none passes, as many more as repeated are sampled hotter, once, told which
-        replies not to repeat (the step counts both rounds). A small model copies its earlier replies from
-        the history: in the 24-task x4 runs, 120 of 231 candidates of steps 2-3 repeated one, and a step
-        often tried one new reply of four."""
+        nothing new, so when none passes, as many more as repeated are sampled hotter, once (the step counts
+        both rounds). A small model copies its earlier replies from the history: in the 24-task x4 runs,
+        120 of 231 candidates of steps 2-3 repeated one, and a step often tried one new reply of four."""
         if len(reply.texts) < 2:
             return reply, [], False
 
@@ -170,9 +166,7 @@ class Agent:
         repeats = sum(o.outcome in REPEATS for o in outcomes)
         again = repeats > 0 and all(o.outcome != PASSED for o in outcomes)
         if again:
-            repeated = [reply.texts[o.index] for o in outcomes if o.outcome in REPEATS]
-            asked = with_note(messages, feedback.asked_again(self.repeated_steps(repeated)))
-            more = client.complete_candidates(repeats, **self._call_args(asked, prediction),
+            more = client.complete_candidates(repeats, **self._call_args(messages, prediction),
                                               temperature=self.stalls.hotter(),
                                               seed=RESAMPLE_SEED + step * self.config.candidates,
                                               call=self._complete)
@@ -456,11 +450,6 @@ class Agent:
         """The format a reply to this step is read and applied with, by the agent and every candidate
         alike: the step's own, or under `auto` the step's asked format with any other syntax read too."""
         return auto.AskedFormat(self.format) if self.plan is not None else self.format
-
-    def repeated_steps(self, texts: Iterable[str]) -> list[int]:
-        """The earlier steps whose replies `texts` repeat verbatim, in order (a repeat of the code of an
-        earlier edit, or of another candidate, names none)."""
-        return sorted({self.replies.index(t.strip()) + 1 for t in texts if t.strip() in self.replies})
 
     def _repeated(self, text: str) -> int | None:
         """The earlier step whose reply this one repeats verbatim, else None."""

@@ -114,20 +114,6 @@ def repeated_reply(step: int) -> str:
             "not applied again. Look at the test output once more and try a different change.")
 
 
-def asked_again(steps: list[int]) -> str:
-    """Said at the end of the step's own prompt when it is asked again because its replies repeated
-    earlier ones (a small model copies its own history, even sampled hot): the reply itself is not shown
-    again, so the note costs a few prompt tokens and the prompt before it stays cached."""
-    if not steps:
-        which = "a change already tried"
-    elif len(steps) == 1:
-        which = f"your reply at step {steps[0]}"
-    else:
-        which = f"your replies at steps {', '.join(map(str, steps[:-1]))} and {steps[-1]}"
-    return (f"(Asked again: answers to this message repeated {which}, which did not fix the "
-            "failure. Do not write it again; make a different change.)")
-
-
 def example_copied(files: list[str]) -> str:
     return (f"Your edits create {', '.join(files)}: the example path of the instructions, not a file of "
             "this repository; nothing was changed. Write the real path of the file you fix (as it is shown "

@@ -36,13 +36,6 @@ def render_file(path: str, content: str, numbered: bool, first_line: int = 1,
     return f"{path}\n{fence}\n" + "\n".join(lines) + f"\n{fence}"
 
 
-def with_note(messages: list[dict[str, str]], note: str) -> list[dict[str, str]]:
-    """A one-off prompt: `messages` with `note` after its last turn (a user turn), for a call asked again
-    within a step. The history is not rewritten: the note goes no further than that call."""
-    *before, last = messages
-    return [*before, {**last, "content": f"{last['content']}\n\n{note}"}]
-
-
 class Prompt:
     """Append-only chat messages. `messages` returns a copy, so callers cannot rewrite history."""
 

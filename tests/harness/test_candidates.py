@@ -104,13 +104,6 @@ def test_repeated_candidates_are_sampled_again_hotter(project, quick_test_cmd, t
     greedy, sampled, again = calls[3:]  # round 1: the greedy reply and one sample; round 2: two samples
     assert "n" not in greedy and sampled["n"] == 1 and again["n"] == 2
     assert again["temperature"] > sampled["temperature"] > 0 and again["seed"] != sampled["seed"]
-    # the second rounds are told what not to repeat, after the step's own prompt; the history never is
-    assert calls[2]["messages"][:-1] == agent.prompts[0][:-1]
-    assert calls[2]["messages"][-1]["content"].startswith(agent.prompts[0][-1]["content"])
-    assert "repeated a change already tried" in calls[2]["messages"][-1]["content"]  # another candidate
-    assert "repeated your reply at step 1, which" in again["messages"][-1]["content"]
-    assert "Asked again" not in greedy["messages"][-1]["content"]
-    assert not any("Asked again" in m["content"] for p in agent.prompts for m in p)
 
 
 def test_no_more_are_sampled_once_a_candidate_passes(project, quick_test_cmd):

@@ -12,7 +12,7 @@ from pathlib import Path
 import litellm
 import pytest
 
-from deltaserve.harness import Agent, feedback, formats
+from deltaserve.harness import Agent, formats
 from deltaserve.harness.agent import RESAMPLE_SEED
 from deltaserve.harness.client import complete
 from deltaserve.tools.workspace import Workspace
@@ -142,8 +142,6 @@ def test_a_repeated_reply_is_asked_for_again_within_its_step_sampled(project, qu
     assert second.completion_tokens == 2 * first.completion_tokens  # both calls of step 2 are counted
     assert calls[0]["temperature"] == 0.0 and calls[1]["temperature"] == 0.0
     assert calls[2]["temperature"] > 0 and calls[2]["seed"] == RESAMPLE_SEED + 2
-    assert calls[2]["messages"][-1]["content"].endswith(feedback.asked_again([1]))  # told what not to repeat
-    assert calls[2]["messages"][:-1] == agent.prompts[1][:-1] == calls[1]["messages"][:-1]
 
 
 def test_a_reply_repeated_twice_is_not_applied_again_and_the_next_call_samples(project, quick_test_cmd):
