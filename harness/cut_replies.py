@@ -16,6 +16,7 @@ from deltaserve.errors import ToolError
 from deltaserve.harness.formats.symbol import SymbolFormat
 from deltaserve.tools.fences import fenced_blocks
 from deltaserve.tools.named_blocks import named_blocks
+from deltaserve.tools.symbols import parse_python
 from deltaserve.tools.workspace import Workspace
 
 _NAME = re.compile(r"(?:async\s+)?(?:def|class)\s+(\w+)")
@@ -79,9 +80,8 @@ def complete_definitions(text: str, workspace: Workspace) -> CutReply | None:
 def _last_definition(code: str) -> str | None:
     """The name of the last top-level function or class of `code`; None if it defines none or does not
     parse."""
-    try:
-        tree = ast.parse(code)
-    except (SyntaxError, ValueError):  # ValueError: null bytes
+    tree = parse_python(code)
+    if tree is None:
         return None
     names = [node.name for node in tree.body
              if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef)]

@@ -6,15 +6,10 @@ from __future__ import annotations
 import ast
 from pathlib import PurePosixPath
 
+from deltaserve.tools.symbols import parse_python
+
 # where a top-level package may live in a workspace: its root, or a src/ layout
 PACKAGE_ROOTS = ("", "src/")
-
-
-def _parse(text: str) -> ast.Module | None:
-    try:
-        return ast.parse(text)
-    except SyntaxError:
-        return None
 
 
 def _module_file(workspace, dotted: str) -> str | None:
@@ -40,7 +35,7 @@ def _absolute(path: str, node: ast.ImportFrom) -> str | None:
 def imported_modules(workspace, path: str, text: str) -> dict[str, set[str]]:
     """Workspace file -> the names `path` imports from it (empty for `import pkg.mod`), in import order.
     `from pkg import name` where name is a submodule counts as importing that submodule."""
-    tree = _parse(text)
+    tree = parse_python(text)
     found: dict[str, set[str]] = {}
     for node in (tree.body if tree else []):
         if isinstance(node, ast.Import):
@@ -65,7 +60,7 @@ def names_used_on(text: str, lines: set[int]) -> set[str] | None:
     """The names the code on these lines reads (calls, values, bases; not type hints, comments or strings),
     None when the file does not parse. A name used only as a type hint says nothing about where a wrong
     value comes from (excerpt.py ranks them the same way)."""
-    tree = _parse(text)
+    tree = parse_python(text)
     if tree is None:
         return None
     hints = type_hint_ids(tree)
@@ -89,7 +84,7 @@ def type_hint_ids(node: ast.AST) -> set[int]:
 def defines_code(text: str) -> bool:
     """Whether a module defines anything (a function, class or variable besides `__all__`); a package's
     `__init__` that only re-exports does not, and showing it would only point the model at the wrong file."""
-    tree = _parse(text)
+    tree = parse_python(text)
     for node in (tree.body if tree else []):
         if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef):
             return True
@@ -102,7 +97,7 @@ def defines_code(text: str) -> bool:
 
 def called_by(text: str, functions: set[str]) -> list[str]:
     """The names the named functions (test functions, methods of test classes) call, in order."""
-    tree = _parse(text)
+    tree = parse_python(text)
     calls: list[str] = []
     for node in ast.walk(tree) if tree else ():
         if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef) and node.name in functions:

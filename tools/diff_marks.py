@@ -5,15 +5,7 @@ change: `-` lines dropped, the `+` taken off."""
 
 from __future__ import annotations
 
-import ast
-
-
-def _parses(code: str) -> bool:
-    try:
-        ast.parse(code)
-    except (SyntaxError, ValueError):  # ValueError: null bytes
-        return False
-    return True
+from deltaserve.tools.symbols import parse_python
 
 
 def without_diff_marks(code: str) -> str:
@@ -22,7 +14,7 @@ def without_diff_marks(code: str) -> str:
     with the space a unified diff puts before context lines, with that space taken off."""
     lines = code.split("\n")
     marked = [line[:1] in ("+", "-") for line in lines]
-    if not any(marked) or _parses(code):
+    if not any(marked) or parse_python(code) is not None:
         return code
     context = [line for line, m in zip(lines, marked, strict=True) if not m and line.strip()]
     shifts = [0, 1] if context and all(line.startswith(" ") for line in context) else [0]
@@ -30,6 +22,6 @@ def without_diff_marks(code: str) -> str:
         new = [line[1:] if m else line[shift:] for line, m in zip(lines, marked, strict=True)
                if not line.startswith("-")]
         candidate = "\n".join(new)
-        if _parses(candidate):
+        if parse_python(candidate) is not None:
             return candidate
     return code

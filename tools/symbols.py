@@ -59,6 +59,14 @@ def definitions(tree: ast.Module) -> dict[str, ast.AST]:
     return found
 
 
+def parse_python(source: str) -> ast.Module | None:
+    """`source` parsed, or None where it is not Python (a syntax error, or a null byte: ValueError)."""
+    try:
+        return ast.parse(source)
+    except (SyntaxError, ValueError):
+        return None
+
+
 def _parse(source: str, what: str) -> ast.Module:
     try:
         return ast.parse(source)
