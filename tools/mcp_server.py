@@ -3,7 +3,10 @@ replace_definitions, write_file, undo, run_tests, localize and savings over one 
 `deltaserve mcp --root DIR`.
 
 Every edit the server writes can be undone, last first (`undo`): the files it changed come back byte for
-byte (tools/checkpoint.py), a file it created is removed.
+byte (tools/checkpoint.py), a file it created is removed. Undo acts only on what the edit left: a file
+changed, deleted, or swapped for a link or a directory since is refused by name, never overwritten, and
+links are never followed. Edits and undos are serialised, so concurrent calls neither lose edits nor
+undo out of order.
 
 With an EditAccounting (tools/edit_accounting.py), every edit's result also carries its decode accounting
 (the edit's tokens, the whole-file counterfactual's, the tokens saved) as a text line and as structured
@@ -19,6 +22,7 @@ from __future__ import annotations
 
 import functools
 import os
+import threading
 from collections.abc import Callable
 
 from mcp.server import MCPServer
@@ -34,6 +38,10 @@ from deltaserve.tools.sandbox import choose
 from deltaserve.tools.workspace import Workspace
 
 MAX_LISTED_FILES = 1000
+UNDO_REFUSED = ("Undo refused, nothing was changed: the last edit's files are not what it left, and undoing "
+                "it would overwrite or delete what is there now.\n{reasons}\nThe edit stays the next to "
+                "undo: put those files back as the edit left them (or as they were before it) and call undo "
+                "again.")
 
 
 def _model_errors(fn):
@@ -69,30 +77,43 @@ def _edit_result(result: patch.PatchResult, dry_run: bool, edit_text: str | None
 
 
 class EditHistory:
-    """The edits written so far, each with its checkpoint, for `undo`."""
+    """The edits written so far, each with its checkpoint, for `undo`. The server runs tool calls in
+    threads, so writes and undos take one lock: an edit reads, checks and writes its files with no other
+    edit in between (else concurrent edits of one file overwrite each other), and the stack changes in the
+    order the files did."""
 
     def __init__(self, ws: Workspace):
         self.ws = ws
         self.done: list[tuple[Checkpoint, list[str]]] = []
+        self.lock = threading.Lock()
 
     def write(self, edit: Callable[[bool], patch.PatchResult], dry_run: bool) -> patch.PatchResult:
         """`edit(dry_run)` for real, remembering the files it changes as they were (a dry run first: it
-        raises before anything is written when the edit cannot apply)."""
-        if dry_run:
-            return edit(True)
-        changed = edit(True).files_changed
-        checkpoint = Checkpoint(self.ws, changed)
-        result = edit(False)
-        if result.files_changed:
-            self.done.append((checkpoint, list(result.files_changed)))
-        return result
+        raises before anything is written when the edit cannot apply) and as it left them."""
+        with self.lock:
+            if dry_run:
+                return edit(True)
+            changed = edit(True).files_changed
+            checkpoint = Checkpoint(self.ws, changed)
+            result = edit(False)
+            if result.files_changed:
+                checkpoint.note_written()
+                self.done.append((checkpoint, list(result.files_changed)))
+            return result
 
     def undo(self) -> list[str]:
-        if not self.done:
-            raise errors.ToolError("Nothing to undo: no edit has been written through this server.")
-        checkpoint, paths = self.done.pop()
-        checkpoint.restore()
-        return paths
+        """Undo the last edit, only where its files are still what it left (a file changed, linked or
+        replaced since is someone else's now): otherwise refuse, keeping the edit on the stack."""
+        with self.lock:
+            if not self.done:
+                raise errors.ToolError("Nothing to undo: no edit has been written through this server.")
+            checkpoint, paths = self.done[-1]
+            changed = checkpoint.changes_since()
+            if changed:
+                raise errors.ToolError(UNDO_REFUSED.format(reasons="\n".join(f"- {r}" for r in changed)))
+            checkpoint.restore()
+            self.done.pop()
+            return paths
 
 
 def build_server(root: str | os.PathLike[str], test_command: str = tests.DEFAULT_COMMAND,
