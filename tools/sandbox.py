@@ -1,19 +1,20 @@
 """Where a test command runs: `bwrap` isolates it with bubblewrap, `none` runs it with the caller's rights.
 
-Tests execute model-written code. Under `bwrap` that code sees the root filesystem read-only; only the
-workspace (not its .git) and a private, size-capped /tmp are writable; /run (service sockets) and known
-credential files under the home directory are hidden; it has a network namespace of its own (its own
-loopback, never the host's, and no route out), a PID namespace of its own (nothing it starts outlives the
-run), HOME inside the private /tmp (toolchains installed under the caller's home, such as rustup's, are
-still found: TOOLCHAIN_HOMES), an allow-listed environment (no API keys) and per-process resource
-limits (CPU seconds, address space, processes, open files, file size) set with prlimit, which nothing
-inside can raise.
+Tests execute model-written code. Under `bwrap` that code sees the root filesystem read-only and the caller's
+home directory hidden, except what its tools need, read-only and without credential files
+(sandbox_mounts.py); only the workspace (not its .git nor its virtual environments) and private, size-capped
+/tmp, /var/tmp, /run and /dev/shm are writable; it has a network namespace of its own (its own loopback,
+never the host's, and no route out), a PID namespace of its own (nothing it starts outlives the run), a
+session keyring of its own (not the caller's keys), HOME inside the private /tmp (toolchains installed under
+the caller's home, such as rustup's, are still found: TOOLCHAIN_HOMES), an allow-listed environment (no API
+keys) and per-process resource limits (CPU seconds, address space, processes, open files, file size) set
+with prlimit, which nothing inside can raise.
 
 The kernel does not apply the process limit to uid 0, so as root the command runs as an unprivileged uid
-(OUTSIDE_ID) in a user namespace that also maps root: with CAP_DAC_OVERRIDE and CAP_FOWNER in that
-namespace and no other capability it can edit the root-owned workspace but never become root again.
-What it creates in the workspace is given back to the workspace's owner afterwards. A non-root caller
-needs none of this: its own uid is mapped and the limits bind it.
+(OUTSIDE_ID) with no capability at all: root's files are out of its reach like anyone's (no
+CAP_DAC_OVERRIDE), so the workspace is lent to that uid for the run (what the workspace's owner owns there,
+its .git and virtual environments aside) and everything that uid owns there afterwards is given back. A
+non-root caller needs none of this: its own uid is mapped and the limits bind it.
 
 `choose("auto")` picks bwrap when a trial sandbox starts here, else none with a one-line warning.
 """
@@ -24,6 +25,7 @@ import functools
 import json
 import logging
 import os
+import platform
 import select
 import shutil
 import subprocess
@@ -35,27 +37,35 @@ from pathlib import Path
 from typing import Any, Protocol
 
 from deltaserve.errors import SandboxError
+from deltaserve.tools.ownership import give_back, lend
+from deltaserve.tools.sandbox_mounts import TOOLCHAIN_HOMES, TOOLCHAIN_VARS, mounts, read_only_in_workspace
 
 NAMES = ("auto", "bwrap", "none")
 INSTALL_HINT = "apt-get install bubblewrap"
 SANDBOX_HOME = "/tmp/home"
-PRIVATE_DIRS = ("/tmp", "/var/tmp", "/run")  # empty and in memory inside the sandbox
-HIDDEN_UNDER_HOME = (".ssh", ".gnupg", ".aws", ".azure", ".kube", ".docker", ".config/gcloud", ".config/gh",
-                     ".netrc", ".git-credentials", ".pypirc", ".npmrc")
 ENV_ALLOWED = frozenset({
     "PATH", "LANG", "LANGUAGE", "TZ", "TERM", "COLUMNS", "NO_COLOR", "FORCE_COLOR", "CI", "SOURCE_DATE_EPOCH",
     "PYTHONPATH", "PYTHONHASHSEED", "PYTHONDONTWRITEBYTECODE", "PYTHONUTF8", "PYTHONIOENCODING",
     "PYTHONWARNINGS", "VIRTUAL_ENV", "PYTEST_ADDOPTS", "PYTEST_DISABLE_PLUGIN_AUTOLOAD", "HF_HUB_OFFLINE",
     "TRANSFORMERS_OFFLINE",
 })
-# Toolchains that find themselves through HOME (rustup, cargo, pyenv, nvm, go's modules): with HOME inside
-# the sandbox they would not, so their variables point at the caller's (read-only inside, no credentials)
-TOOLCHAIN_HOMES = {"RUSTUP_HOME": ".rustup", "CARGO_HOME": ".cargo", "PYENV_ROOT": ".pyenv",
-                   "NVM_DIR": ".nvm", "GOPATH": "go"}
-TOOLCHAIN_VARS = frozenset({*TOOLCHAIN_HOMES, "GOROOT", "GOMODCACHE", "GOFLAGS", "JAVA_HOME"})
+BWRAP_CAPS = ("CAP_SETUID", "CAP_SETGID", "CAP_SETPCAP", "CAP_DAC_OVERRIDE")  # as root; the command has none
 INSIDE_ID = 1000  # the uid/gid the command has inside the sandbox when the caller is root
 OUTSIDE_ID = 2_147_483_646  # ... and the unprivileged uid/gid that is on the host
-KEPT_CAPS = ("dac_override", "fowner")  # as root: enough to edit root-owned workspace files, no more
+# keyctl(2)'s number per machine: bwrap starts in a new session keyring (keyrings are not namespaced: the
+# caller's session keyring would otherwise be the command's, its keys readable)
+KEYCTL_SYSCALL = {"x86_64": 250, "aarch64": 219, "riscv64": 219, "i686": 288, "i386": 288, "armv7l": 311}
+KEYCTL_JOIN_SESSION_KEYRING = 1
+FRESH_KEYRING = """import ctypes, os, sys
+libc = ctypes.CDLL(None, use_errno=True)
+if libc.syscall({nr}, {join}, None) < 0 and ctypes.get_errno() not in (1, 38):  # EPERM, ENOSYS: no keyctl
+    sys.exit("sandbox: no session keyring of its own: " + os.strerror(ctypes.get_errno()))
+try:
+    os.execvp(sys.argv[1], sys.argv[1:])
+except OSError as exc:
+    print(f"{{sys.argv[1]}}: {{exc.strerror}}", file=sys.stderr)
+    sys.exit(127)
+"""
 START_TIMEOUT_S = 10.0
 CPU_GRACE_S = 5  # a process that handles SIGXCPU gets SIGKILL this much CPU time later
 
@@ -78,7 +88,7 @@ class Limits:
     processes: int = 512  # processes and threads together
     open_files: int = 4096
     file_bytes: int = 1 << 30  # the largest file a process may write
-    tmp_bytes: int = 1 << 30  # size of each private /tmp, /var/tmp, /run (they live in memory)
+    tmp_bytes: int = 1 << 30  # size of each private /tmp, /var/tmp, /run, /dev/shm (they live in memory)
 
     def prlimit(self) -> list[str]:
         cpu = f"{self.cpu_seconds}:{self.cpu_seconds + CPU_GRACE_S}"  # SIGXCPU first: a clear cause of death
@@ -129,6 +139,7 @@ class BwrapSandbox:
     def __init__(self, limits: Limits | None = None, bwrap: str = "bwrap"):
         self.limits = limits or Limits()
         self.bwrap = bwrap
+        self._owners: dict[Path, tuple[int, int]] = {}  # as root: each lent workspace's owner (uid, gid)
 
     def environment(self, inherited: Mapping[str, str], extra: Mapping[str, str]) -> dict[str, str]:
         allowed = ENV_ALLOWED | TOOLCHAIN_VARS
@@ -143,46 +154,42 @@ class BwrapSandbox:
         if os.geteuid() != 0:
             user = ["--unshare-user", "--disable-userns", "--uid", str(os.getuid()),
                     "--gid", str(os.getgid())]
-            return subprocess.Popen(self._command(user, [], argv, root), cwd=root, env=env, **popen)
-        return self._spawn_as_root(argv, root, env, popen)
+            return subprocess.Popen(self._command(user, [], argv, root, env), cwd=root, env=env, **popen)
+        self._owners[root] = lend(root, OUTSIDE_ID, skip=read_only_in_workspace(root, env))
+        try:
+            return self._spawn_as_root(argv, root, env, popen)
+        except BaseException:
+            self.finish(root)
+            raise
 
     def finish(self, root: Path) -> None:
+        owner = self._owners.pop(Path(root).resolve(), None)
         if os.geteuid() == 0:
-            give_back(Path(root), OUTSIDE_ID)
+            give_back(Path(root), OUTSIDE_ID, owner)
 
-    def _command(self, user: list[str], setuid: list[str], argv: list[str], root: Path) -> list[str]:
-        args = [self.bwrap, *user, "--die-with-parent", "--unshare-pid", "--unshare-net", "--unshare-ipc",
-                "--unshare-uts", "--unshare-cgroup-try",
-                "--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc"]
-        for private in PRIVATE_DIRS:
-            if os.path.isdir(private) and not os.path.islink(private):
-                args += ["--size", str(self.limits.tmp_bytes), "--tmpfs", private]
-        args += _hide_credentials(root)
-        for needed in _interpreter_dirs():  # our Python, should it live under a private dir
-            args += ["--ro-bind", needed, needed]
-        args += ["--bind", str(root), str(root)]
-        git = root / ".git"
-        if git.exists() and not git.is_symlink():  # the repository's history is not the tests' to rewrite
-            args += ["--ro-bind", str(git), str(git)]
-        args += ["--dir", SANDBOX_HOME, "--chdir", str(root), "--"]
+    def _command(self, user: list[str], setuid: list[str], argv: list[str], root: Path,
+                 env: dict[str, str]) -> list[str]:
+        args = [*_fresh_keyring(), self.bwrap, *user, "--die-with-parent", "--unshare-pid", "--unshare-net",
+                "--unshare-ipc", "--unshare-uts", "--unshare-cgroup-try"]
+        args += mounts(root, env, self.limits.tmp_bytes, as_root=bool(setuid))
+        args += ["--perms", "0777", "--dir", SANDBOX_HOME, "--chdir", str(root), "--"]
         return args + setuid + self.limits.prlimit() + argv
 
     def _spawn_as_root(self, argv: list[str], root: Path, env: dict[str, str],
                        popen: dict) -> subprocess.Popen:
-        """bwrap creates the user namespace and waits; we map INSIDE_ID to OUTSIDE_ID (and root to root, so
-        root-owned files are in reach of the kept capabilities), then let it go on."""
+        """bwrap creates the user namespace and waits; we map INSIDE_ID to OUTSIDE_ID (and root to root, which
+        bwrap sets the sandbox up as), then let it go on. setpriv then leaves root for INSIDE_ID, which drops
+        every capability: bwrap keeps only those setpriv needs for that and the one its own chdir into the
+        lent workspace needs (CAP_DAC_OVERRIDE)."""
         info_r, info_w = os.pipe()
         block_r, block_w = os.pipe()
-        caps = ["CAP_SETUID", "CAP_SETGID", "CAP_SETPCAP", *(f"CAP_{c.upper()}" for c in KEPT_CAPS)]
         user = ["--unshare-user", "--info-fd", str(info_w), "--userns-block-fd", str(block_r),
                 "--cap-drop", "ALL"]
-        user += [arg for cap in caps for arg in ("--cap-add", cap)]
-        kept = ",".join(f"+{c}" for c in KEPT_CAPS)
+        user += [arg for cap in BWRAP_CAPS for arg in ("--cap-add", cap)]
         setuid = ["setpriv", f"--reuid={INSIDE_ID}", f"--regid={INSIDE_ID}", "--clear-groups",
-                  "--securebits=+no_setuid_fixup",  # access(2) honours the kept capabilities too
-                  f"--inh-caps=-all,{kept}", f"--ambient-caps={kept}", f"--bounding-set=-all,{kept}", "--"]
+                  "--inh-caps=-all", "--bounding-set=-all", "--no-new-privs", "--"]
         try:
-            proc = subprocess.Popen(self._command(user, setuid, argv, root), cwd=root,
+            proc = subprocess.Popen(self._command(user, setuid, argv, root, env), cwd=root,
                                     env=_trust_repo(env, root), pass_fds=(info_w, block_r), **popen)
         finally:
             os.close(info_w)
@@ -201,6 +208,18 @@ class BwrapSandbox:
             os.close(info_r)
             os.close(block_w)
         return proc
+
+
+def _fresh_keyring() -> list[str]:
+    """A trampoline that joins a new, empty session keyring and then execs bwrap (our Python, -I -S: no
+    site, nothing from the environment); nothing where keyctl's number here is unknown."""
+    nr = KEYCTL_SYSCALL.get(platform.machine())
+    if nr is None:
+        _warn_once(f"deltaserve: the sandbox shares the caller's session keyring on {platform.machine()}")
+        return []
+    # /proc/self/exe: this very interpreter even where the path to it is closed to us (run as another uid)
+    python = sys.executable if os.access(sys.executable, os.X_OK) else "/proc/self/exe"
+    return [python, "-I", "-S", "-c", FRESH_KEYRING.format(nr=nr, join=KEYCTL_JOIN_SESSION_KEYRING)]
 
 
 def _trust_repo(env: dict[str, str], root: Path) -> dict[str, str]:
@@ -225,44 +244,6 @@ def _child_pid(info_fd: int) -> int:
             continue  # not all of it yet
 
 
-def _under(path: str, parent: str) -> bool:
-    return path == parent or path.startswith(parent.rstrip("/") + "/")
-
-
-def _hide_credentials(root: Path) -> list[str]:
-    """An empty tmpfs over each credential folder under the home directory, /dev/null over each such file."""
-    home = os.path.expanduser("~")
-    args = []
-    for rel in HIDDEN_UNDER_HOME:
-        path = os.path.realpath(os.path.join(home, rel))
-        if _under(str(root), path) or any(_under(path, p) for p in PRIVATE_DIRS):
-            continue
-        if os.path.isdir(path):
-            args += ["--tmpfs", path]
-        elif os.path.isfile(path):
-            args += ["--ro-bind", "/dev/null", path]
-    return args
-
-
-def _interpreter_dirs() -> list[str]:
-    dirs = {os.path.realpath(p) for p in (sys.prefix, sys.base_prefix, os.path.dirname(sys.executable))}
-    return sorted(d for d in dirs if any(_under(d, p) for p in PRIVATE_DIRS))
-
-
-def give_back(root: Path, uid: int) -> None:
-    """Files and folders under `root` owned by `uid` (or its group) get the owner of `root` itself."""
-    owner = os.stat(root)
-    for dirpath, dirnames, filenames in os.walk(root):
-        for name in dirnames + filenames:
-            path = os.path.join(dirpath, name)
-            try:
-                st = os.lstat(path)
-                if uid in (st.st_uid, st.st_gid):
-                    os.lchown(path, owner.st_uid, owner.st_gid)
-            except OSError:
-                continue  # gone meanwhile
-
-
 @functools.cache
 def bwrap_problem(bwrap: str = "bwrap") -> str | None:
     """Why the bwrap sandbox cannot run here, or None when it can (a trial sandbox, once per process)."""
@@ -279,6 +260,8 @@ def bwrap_problem(bwrap: str = "bwrap") -> str | None:
             said = proc.communicate(timeout=START_TIMEOUT_S)[0].decode(errors="replace").strip()
         except (OSError, subprocess.TimeoutExpired) as exc:
             return f"bubblewrap cannot start a sandbox here ({exc})"
+        finally:
+            box.finish(Path(tmp))
         if proc.returncode != 0:
             why = said.splitlines()[-1] if said else f"exit code {proc.returncode}"
             return f"bubblewrap cannot start a sandbox here ({why})"

@@ -1,13 +1,18 @@
 """The bwrap sandbox, for real: a repo whose tests each try one escape (write the real home, write outside
 through a symlink they plant, reach a server on the host's 127.0.0.1, read an API key, fork 10,000
 processes, allocate 64 GB, print 1 GB). Every attempt fails inside the sandbox, the run says so, and the
-host, the workspace and the process table are as before. A normal suite still passes in it."""
+host, the workspace and the process table are as before. A normal suite still passes in it. Then what
+issue 42 found still in reach: a workspace's virtual environment (a .pth file runs at the next host start),
+the caller's session keyring, credential files under HOME and root-only files (CAP_DAC_OVERRIDE), an
+uncapped /dev/shm, a tree too deep to hand back recursively, a planted .git the host's git would obey."""
 
 from __future__ import annotations
 
+import ctypes
 import hashlib
 import json
 import os
+import platform
 import shutil
 import socket
 import subprocess
@@ -391,3 +396,212 @@ def test_as_an_unprivileged_user_the_fork_bomb_is_bounded_too(running_in):
         assert running_in(ws) == []
     finally:
         shutil.rmtree(ws, ignore_errors=True)
+
+
+# ---- issue 42: what a test could still reach or change (each test fails on the sandbox before the fix)
+
+def _inside(root: Path, code: str, box: sandbox.Sandbox | str = "bwrap"):
+    """Run Python `code` in `root` in the sandbox; its result."""
+    return run_tests(Workspace(root), ["python", "-c", textwrap.dedent(code)], timeout=60, sandbox=box)
+
+
+def _venv(folder: Path) -> Path:
+    """A virtual environment's layout in `folder`; its site-packages."""
+    site_packages = folder / "lib" / f"python{sys.version_info[0]}.{sys.version_info[1]}" / "site-packages"
+    site_packages.mkdir(parents=True)
+    (folder / "pyvenv.cfg").write_text(f"home = {os.path.dirname(sys.executable)}\n")
+    return site_packages
+
+
+@needs_bwrap
+def test_virtual_environments_in_the_workspace_are_read_only_inside(tmp_path):
+    """A .pth file dropped in a workspace's .venv would run at the next host start of that Python."""
+    targets = [_venv(tmp_path / ".venv"), _venv(tmp_path / "services" / "api" / "venv")]
+    res = _inside(tmp_path, f"""
+        import os
+        for site_packages in {[str(t) for t in targets]!r}:
+            try:
+                with open(os.path.join(site_packages, "evil.pth"), "w") as fh:
+                    fh.write("import os; os.system('touch /escaped')\\n")
+                print("wrote", site_packages)
+            except OSError as exc:
+                print("refused:", exc.strerror)
+        print(open(".venv/pyvenv.cfg").read())  # still there to run
+    """)
+    assert res.output.count("refused: Read-only file system") == 2, res.output
+    assert "home = " in res.output
+    assert not any((t / "evil.pth").exists() for t in targets)
+
+
+ADD_KEY_SYSCALL = {"x86_64": 248, "aarch64": 217, "riscv64": 217, "i686": 286, "i386": 286}
+KEYCTL_SYSCALL = {"x86_64": 250, "aarch64": 219, "riscv64": 219, "i686": 288, "i386": 288}
+KEY_SPEC_SESSION_KEYRING = -3
+KEYCTL_JOIN_SESSION_KEYRING, KEYCTL_SEARCH, KEYCTL_READ = 1, 10, 11
+SESSION_KEY = b"deltaserve-sandbox-test-session-secret"
+
+
+def _in_a_thread_with_a_fresh_keyring(work):
+    """work() in a thread that first joins a new session keyring: credentials, keyrings with them, are per
+    thread in Linux, so the test process's own keyring is never touched."""
+    done = {}
+
+    def run():
+        libc = ctypes.CDLL(None, use_errno=True)
+        keyctl = KEYCTL_SYSCALL[platform.machine()]
+        if libc.syscall(keyctl, KEYCTL_JOIN_SESSION_KEYRING, None) < 0:
+            done["skip"] = f"no keyrings here: {os.strerror(ctypes.get_errno())}"
+            return
+        key = libc.syscall(ADD_KEY_SYSCALL[platform.machine()], b"user", b"deltaserve-sandbox-test",
+                           SESSION_KEY, len(SESSION_KEY), KEY_SPEC_SESSION_KEYRING)
+        done["result"] = work(key, keyctl)
+
+    thread = threading.Thread(target=run)
+    thread.start()
+    thread.join()
+    if "skip" in done:
+        pytest.skip(done["skip"])
+    return done["result"]
+
+
+@needs_bwrap
+@pytest.mark.skipif(platform.machine() not in ADD_KEY_SYSCALL, reason="keyctl's number is not known here")
+def test_the_callers_session_keyring_is_not_the_sandboxes(tmp_path):
+    """A key the caller holds in its session keyring: readable by the caller, by id and by search, and by
+    neither way inside the sandbox."""
+    code = """
+        import ctypes, os
+        libc = ctypes.CDLL(None, use_errno=True)
+        buf = ctypes.create_string_buffer(256)
+        n = libc.syscall({keyctl}, {read}, {key}, buf, 256)
+        print("read:", n, buf.raw[:max(n, 0)], os.strerror(ctypes.get_errno()))
+        found = libc.syscall({keyctl}, {search}, {session}, b"user", b"deltaserve-sandbox-test", 0)
+        print("search:", found, os.strerror(ctypes.get_errno()))
+    """
+
+    def attack(key, keyctl):
+        fill = dict(keyctl=keyctl, read=KEYCTL_READ, search=KEYCTL_SEARCH, key=key,
+                    session=KEY_SPEC_SESSION_KEYRING)
+        return _inside(tmp_path, code.format(**fill), "none"), _inside(tmp_path, code.format(**fill))
+
+    outside, inside = _in_a_thread_with_a_fresh_keyring(attack)
+    assert SESSION_KEY.decode() in outside.output and "search: -1" not in outside.output  # the attack is real
+    assert inside.exit_code == 0, inside.output
+    assert "read: -1" in inside.output and "search: -1" in inside.output, inside.output
+    assert SESSION_KEY.decode() not in inside.output
+
+
+@pytest.fixture
+def home_with_credentials(monkeypatch):
+    """A HOME holding credential files beside a toolchain, in a folder the sandbox's root filesystem shows
+    (inside the real home directory, not under /tmp, which is private inside anyway)."""
+    parent = os.path.expanduser("~")
+    if any(parent.startswith(p) for p in ("/tmp", "/var/tmp", "/run")) or not os.access(parent, os.W_OK):
+        pytest.skip(f"no folder outside the sandbox's private ones to put a HOME in ({parent})")
+    home = Path(tempfile.mkdtemp(prefix=".deltaserve-sandbox-home-", dir=parent))
+    secrets = {".cache/huggingface/token": "hf_deltaserve_test", ".config/openai/key": "sk-deltaserve-test",
+               ".cargo/credentials.toml": '[registry]\ntoken = "cargo-deltaserve-test"\n'}
+    for rel, text in {**secrets, ".cargo/env": "toolchain-ok\n"}.items():
+        (home / rel).parent.mkdir(parents=True, exist_ok=True)
+        (home / rel).write_text(text)
+    monkeypatch.setenv("HOME", str(home))
+    monkeypatch.delenv("CARGO_HOME", raising=False)
+    yield home, secrets
+    shutil.rmtree(home)
+
+
+@needs_bwrap
+def test_credentials_under_home_and_root_only_files_are_out_of_reach(tmp_path, home_with_credentials):
+    home, secrets = home_with_credentials
+    subprocess.run(["git", "init", "-q", str(tmp_path)], check=True)
+    root_only = tmp_path / ".git" / "root-only-secret"  # read-only inside, and never lent to the sandbox
+    root_only.write_text("root-only-deltaserve-test\n")
+    root_only.chmod(0o600)
+    paths = [str(home / rel) for rel in secrets] + [str(root_only)]
+    res = _inside(tmp_path, f"""
+        import os
+        for path in {paths!r} + [os.path.join(os.environ["CARGO_HOME"], "credentials.toml")]:
+            try:
+                print("read", path, repr(open(path).read()))
+            except OSError as exc:
+                print("refused", path, exc.strerror)
+        print(open(os.path.join(os.environ["CARGO_HOME"], "env")).read())  # the toolchain itself is there
+        print([line for line in open("/proc/self/status") if line.startswith("Cap")])
+    """)
+    assert res.exit_code == 0, res.output
+    for secret in [*secrets.values(), "root-only-deltaserve-test", "cargo-deltaserve-test"]:
+        assert secret not in res.output, res.output
+    assert res.output.count("refused") == len(paths) + 1 and "toolchain-ok" in res.output
+    if os.geteuid() == 0:  # no capability left (CAP_DAC_OVERRIDE read root-only files)
+        assert res.output.count("0000000000000000") == 5, res.output
+
+
+@needs_bwrap
+def test_dev_shm_is_capped_and_dev_is_read_only(tmp_path):
+    box = sandbox.BwrapSandbox(sandbox.Limits(tmp_bytes=1 << 20))
+    res = _inside(tmp_path, """
+        import os
+        for path, size in (("/dev/shm/big", 2 << 20), ("/dev/big", 1)):
+            try:
+                with open(path, "wb") as fh:
+                    fh.write(bytes(size))
+                print("wrote", path)
+            except OSError as exc:
+                print("refused", path, exc.strerror)
+        os.remove("/dev/shm/big")  # what fitted
+        import multiprocessing
+        multiprocessing.Lock()  # semaphores still work: /dev/shm is there
+    """, box)
+    assert res.exit_code == 0, res.output
+    assert "refused /dev/shm/big No space left on device" in res.output
+    assert "refused /dev/big Read-only file system" in res.output
+
+
+DEPTH = 1_500  # deeper than Python's recursion limit
+
+
+@needs_bwrap
+@pytest.mark.skipif(os.geteuid() != 0, reason="files are handed back only when root runs the sandbox")
+def test_a_tree_deeper_than_the_recursion_limit_is_handed_back():
+    # not in tmp_path: pytest's clean-up of old runs (shutil.rmtree) would recurse too deep in it
+    ws = Path(tempfile.mkdtemp(prefix="deltaserve-deep-tree-"))
+    try:
+        res = _inside(ws, f"""
+            import os
+            for n in range(1, {DEPTH} + 1):  # os.makedirs would recurse too deep
+                os.mkdir("d/" * n)
+            open("d/" * {DEPTH} + "f", "w").close()
+        """)
+        assert res.exit_code == 0, res.output
+        owner = ws.stat().st_uid, ws.stat().st_gid
+        level = ws
+        for _ in range(DEPTH):
+            level = level / "d"
+            assert (level.stat().st_uid, level.stat().st_gid) == owner
+        assert ((level / "f").stat().st_uid, (level / "f").stat().st_gid) == owner
+    finally:
+        subprocess.run(["rm", "-rf", str(ws)], check=True)  # coreutils' rm does not recurse
+
+
+@needs_bwrap
+@pytest.mark.skipif(os.geteuid() != 0, reason="the workspace is lent to the sandbox only when root runs it")
+def test_a_lent_workspace_comes_back_to_its_owner(tmp_path):
+    """A workspace owned by someone else than root: the sandbox may edit and add to it, and afterwards
+    every file is that user's again, its .git and virtual environment never having left them."""
+    owner = 4242
+    ws = tmp_path / "ws"
+    (ws / "pkg").mkdir(parents=True)
+    (ws / "pkg" / "mod.py").write_text("x = 1\n")
+    subprocess.run(["git", "init", "-q", str(ws)], check=True)
+    _venv(ws / ".venv")
+    subprocess.run(["chown", "-R", f"{owner}:{owner}", str(ws)], check=True)
+    res = _inside(ws, """
+        import os
+        open("pkg/mod.py", "a").write("y = 2\\n")
+        os.makedirs("new/deeper")
+        open("new/deeper/made.txt", "w").write("made\\n")
+        print(os.stat(".git").st_uid == os.getuid(), os.stat(".venv").st_uid == os.getuid())
+    """)
+    assert res.exit_code == 0 and "False False" in res.output, res.output
+    assert (ws / "pkg" / "mod.py").read_text() == "x = 1\ny = 2\n"
+    everything = [ws, *ws.rglob("*")]
+    assert {(p.lstat().st_uid, p.lstat().st_gid) for p in everything} == {(owner, owner)}
