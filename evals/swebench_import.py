@@ -33,6 +33,7 @@ from deltaserve.errors import InstanceImportError
 from deltaserve.evals.gold_diff import touched_paths
 from deltaserve.evals.progress import progress_bar
 from deltaserve.evals.task_suite import TaskSpec
+from deltaserve.tools.host_git import run_git
 
 ROOT_CONFIG_FILES = ("conftest.py", "pytest.ini", "pyproject.toml", "setup.cfg", "tox.ini", "setup.py")
 COPY_IGNORE = shutil.ignore_patterns(".git", "__pycache__", ".pytest_cache", "*.pyc")
@@ -77,7 +78,7 @@ def find_clone(repos_dir: Path, repo: str) -> Path:
 
 
 def _git(cwd: Path, *args: str, stdin: str | None = None) -> subprocess.CompletedProcess:
-    return subprocess.run(["git", "-C", str(cwd), *args], input=stdin, capture_output=True, text=True)
+    return run_git(cwd, *args, input=stdin)  # nothing the clone's config names runs (hooks, filters, ...)
 
 
 def _apply(worktree: Path, diff: str, what: str, check_only: bool = False) -> None:

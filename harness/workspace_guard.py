@@ -11,6 +11,7 @@ import tempfile
 from pathlib import Path
 
 from deltaserve.errors import DirtyWorkspaceError
+from deltaserve.tools.host_git import run_git
 
 _CACHES = frozenset({"__pycache__", ".pytest_cache", ".mypy_cache", ".ruff_cache"})  # left out of a copy
 # installed environments: linked from a copy, not copied (big, and a test command may name them:
@@ -19,14 +20,16 @@ _ENVIRONMENTS = frozenset({".venv", "venv", "node_modules"})
 
 
 def uncommitted_changes(root: Path) -> list[str] | None:
-    """`git status --porcelain` lines for a git work tree (untracked files included); None if not git."""
+    """`git status --porcelain` lines for a git work tree (untracked files included); None if not git.
+    The workspace's tests may have planted the .git found here, so git runs nothing its config names
+    (tools.host_git), and changes inside submodules are not looked at (git would run itself in each, under
+    the submodule's config); a submodule moved to another commit still shows."""
     try:
-        inside = subprocess.run(["git", "-C", str(root), "rev-parse", "--is-inside-work-tree"],
-                                capture_output=True, text=True, timeout=30)
+        inside = run_git(root, "rev-parse", "--is-inside-work-tree", timeout=30)
         if inside.returncode != 0 or inside.stdout.strip() != "true":
             return None
-        status = subprocess.run(["git", "-C", str(root), "status", "--porcelain", "--", "."],
-                                capture_output=True, text=True, timeout=60, check=True)
+        status = run_git(root, "status", "--porcelain", "--ignore-submodules=dirty", "--", ".", timeout=60,
+                         check=True)
     except (OSError, subprocess.SubprocessError):
         return None
     return [line for line in status.stdout.splitlines() if line.strip()]

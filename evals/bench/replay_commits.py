@@ -29,6 +29,7 @@ from deltaserve.evals.bench.table import table
 from deltaserve.evals.commit_replies import loose_udiff_reply, search_replace_reply, symbol_reply, udiff_reply
 from deltaserve.evals.progress import progress_bar
 from deltaserve.harness import formats
+from deltaserve.tools.host_git import run_git
 from deltaserve.tools.workspace import Workspace
 
 FORMATS = ("udiff", "udiff-loose", "search_replace", "symbol")
@@ -54,7 +55,8 @@ class Replay:
 
 
 def git(repo: Path, *args: str) -> bytes:
-    return subprocess.run(["git", "-C", str(repo), *args], capture_output=True, check=True).stdout
+    """git's output; the repository's config runs nothing (tools.host_git: a replayed repo is any repo)."""
+    return run_git(repo, *args, text=False, check=True).stdout
 
 
 def commits(repo: Path, rev: str, count: int) -> list[str]:

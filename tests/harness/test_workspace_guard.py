@@ -66,3 +66,30 @@ def test_snapshot_diff(tmp_path):
     snap.remember(["a.py"])  # the first original is kept
     assert snap.diff() == ("--- a/a.py\n+++ b/a.py\n@@ -1,2 +1,2 @@\n x = 1\n-y = 2\n+y = 3\n"
                            "--- /dev/null\n+++ b/new.py\n@@ -0,0 +1 @@\n+z\n\\ No newline at end of file\n")
+
+
+def test_a_planted_git_config_runs_nothing_on_the_host(tmp_path):
+    """What a test can leave in a workspace without a .git of its own (issue 42): a .git/HEAD and a
+    .git/config whose core.fsmonitor is a command. The clean-workspace check runs git status there, on
+    the host, unsandboxed; the command must not run."""
+    ws, marker = tmp_path / "ws", tmp_path / "fsmonitor-ran"
+    for folder in ("objects", "refs/heads"):
+        (ws / ".git" / folder).mkdir(parents=True)
+    (ws / ".git" / "HEAD").write_text("ref: refs/heads/main\n")
+    config = f'[core]\n\trepositoryformatversion = 0\n\tfsmonitor = "touch {marker}; false"\n'
+    (ws / ".git" / "config").write_text(config)
+    (ws / "a.py").write_text("x = 1\n")
+    assert uncommitted_changes(ws) == ["?? a.py"]
+    assert not marker.exists()
+
+
+def test_a_planted_filter_runs_nothing_on_the_host(repo, tmp_path):
+    """The same with a filter driver a .gitattributes picks (git status cleans a file it must re-read)."""
+    marker = tmp_path.parent / f"{tmp_path.name}-filter-ran"  # not in the repository
+    (repo / ".gitattributes").write_text("*.py filter=planted\n")
+    git(repo, "add", ".gitattributes")
+    git(repo, "commit", "-qm", "attributes")
+    git(repo, "config", "filter.planted.clean", f"touch {marker}; cat")
+    (repo / "a.py").write_text("x = 2\n")  # the same size: git must read it to know
+    assert uncommitted_changes(repo) == [" M a.py"]
+    assert not marker.exists()

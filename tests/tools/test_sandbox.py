@@ -26,6 +26,7 @@ from pathlib import Path
 
 import pytest
 
+from deltaserve.harness.workspace_guard import uncommitted_changes
 from deltaserve.tools import sandbox
 from deltaserve.tools.tests import run_tests
 from deltaserve.tools.workspace import Workspace
@@ -605,3 +606,24 @@ def test_a_lent_workspace_comes_back_to_its_owner(tmp_path):
     assert (ws / "pkg" / "mod.py").read_text() == "x = 1\ny = 2\n"
     everything = [ws, *ws.rglob("*")]
     assert {(p.lstat().st_uid, p.lstat().st_gid) for p in everything} == {(owner, owner)}
+
+
+@needs_bwrap
+def test_a_git_repository_planted_by_a_test_runs_nothing_on_the_host(tmp_path):
+    """A workspace without a .git of its own: a test makes one (git is there inside) whose config names
+    commands (core.fsmonitor, and a filter its .gitattributes picks); the next `deltaserve fix` there runs
+    git status on the host for its clean-workspace check, which must run neither."""
+    ws, markers = tmp_path / "ws", tmp_path / "markers"
+    ws.mkdir()
+    markers.mkdir()
+    (ws / "a.py").write_text("x = 1\n")
+    res = run_tests(Workspace(ws), textwrap.dedent(f"""
+        git init -q . && printf '*.py filter=planted\\n' > .gitattributes &&
+        git add -A && git -c user.name=t -c user.email=t@t commit -qm planted &&
+        git config core.fsmonitor 'touch {markers}/fsmonitor; false' &&
+        git config filter.planted.clean 'touch {markers}/filter; cat' &&
+        printf 'x = 2\\n' > a.py && echo planted
+    """), timeout=60, sandbox="bwrap")
+    assert res.exit_code == 0 and "planted" in res.output, res.output
+    assert uncommitted_changes(ws) == [" M a.py"]
+    assert list(markers.iterdir()) == []
