@@ -36,6 +36,10 @@ class EngineConfig(BaseModel):
     # and the least accurate (README, bench accuracy).
     quant_lm_head: Literal["auto", "none", "int8", "int4"] = "auto"
 
+    # Attention over the paged pool (engine/attention/): "auto" = "flex" (flex_attention, compiled) on CUDA,
+    # "gather" (the CPU kernels, faster there) on CPU.
+    attention: Literal["auto", "gather", "flex"] = "auto"
+
     # Paged KV cache: num_blocks wins over kv_cache_memory_mb; both None -> a device-dependent default.
     block_size: int = Field(default=16, ge=1, le=1024)
     num_blocks: int | None = Field(default=None, ge=1)

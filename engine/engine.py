@@ -30,14 +30,16 @@ from pydantic import ValidationError
 
 from deltaserve.engine.config import EngineConfig
 from deltaserve.engine.errors import EngineError, InvalidRequestError
+from deltaserve.engine.forward_batch import Span
 from deltaserve.engine.kv_cache import KVCache, bytes_per_block, default_num_blocks
 from deltaserve.engine.kv_disk import DiskKVStore, DiskTier, model_fingerprint
 from deltaserve.engine.loader import LoadedModel, load_model
-from deltaserve.engine.model import LlamaModel, Span, max_positions_for
+from deltaserve.engine.model import LlamaModel, max_positions_for
+from deltaserve.engine.model_runner import ModelRunner
 from deltaserve.engine.outputs import DraftCounts, EngineStats, RequestOutput, add_drafts
 from deltaserve.engine.prefix_cache import BlockManager
 from deltaserve.engine.quant import default_dtype, resolve_quant
-from deltaserve.engine.sampler import SamplingParams, make_generator, sample
+from deltaserve.engine.sampler import SamplingParams, position_generator, request_seed
 from deltaserve.engine.scheduler import ScheduledSpan, Scheduler
 from deltaserve.engine.sequence import Sequence, Status
 from deltaserve.engine.speculative import make_drafter
@@ -48,15 +50,10 @@ DTYPES = {"float32": torch.float32, "bfloat16": torch.bfloat16, "float16": torch
 PromptLike = str | list[int]
 
 
-def next_token(seq: Sequence, logits: torch.Tensor, greedy_token: int) -> int:
-    """The token `seq` emits at its next position: forced, greedy (argmax precomputed for the batch)
-    or sampled."""
+def next_token(seq: Sequence, sampled: int) -> int:
+    """The token `seq` emits at its next position: forced (teacher forcing), else the one sampled for it."""
     forced = seq.params.forced_token_ids
-    if forced is not None:
-        return forced[seq.num_output_tokens]
-    if seq.params.greedy:
-        return greedy_token
-    return sample(logits, seq.params, seq.generator)
+    return sampled if forced is None else forced[seq.num_output_tokens]
 
 
 class Engine:
@@ -88,6 +85,7 @@ class Engine:
         self.max_model_len = min(max_positions, num_blocks * config.block_size)
         self.kv = KVCache(m.num_layers, num_blocks, config.block_size, m.num_kv_heads, m.head_dim,
                           self.dtype, self.device)
+        self.runner = ModelRunner(m, self.kv, config.block_size, config.attention)
         use_disk = config.kv_cache_dir and config.enable_prefix_caching
         self.kv_disk = self._disk_store(loaded) if use_disk else None
         tier = DiskTier(self.kv_disk, self.kv) if self.kv_disk is not None else None
@@ -159,7 +157,7 @@ class Engine:
         rid = request_id if request_id is not None else f"req-{next(self._ids)}-{uuid.uuid4().hex[:8]}"
         if rid in self.requests:
             raise InvalidRequestError(f"request id {rid!r} is already in use")
-        seq = Sequence(rid, ids, params, cache_salt, make_generator(params, self.device))
+        seq = Sequence(rid, ids, params, cache_salt, request_seed(params))
         self.requests[rid] = seq
         self.scheduler.add(seq)
         return rid
@@ -205,39 +203,54 @@ class Engine:
     # ---- one step ----
 
     def step(self) -> list[RequestOutput]:
+        """One scheduler step = one forward pass: schedule -> run (the model runner) -> postprocess."""
         outputs = [self._emit(seq) for seq in self._finished_pending]
         self._finished_pending.clear()
         if self.drafter is not None:
             self._propose_drafts()
         plan = self.scheduler.schedule()
-        if not plan.spans:
-            return outputs
-        spans = [self._span(sp) for sp in plan.spans]
+        if plan.spans:
+            outputs += self._postprocess(plan.spans, self._run(plan.spans))
+        return outputs
+
+    def _run(self, scheduled: list[ScheduledSpan]) -> list[list[int]] | Exception:
+        """Each span's sampled tokens (one per wanted row), or the exception that failed the whole pass."""
+        spans = [self._span(sp) for sp in scheduled]
+        rows = [(sp.seq, j) for sp, span in zip(scheduled, spans, strict=True)
+                for j in range(len(span.logits_offsets))]
+        generators = [None if seq.seed is None
+                      else position_generator(seq.seed, seq.num_output_tokens + j, self.device)
+                      for seq, j in rows]
         began = time.perf_counter()
         try:
-            with torch.inference_mode():
-                batch = self.model.prepare(spans, self.config.block_size)
-                logits = self.model.forward(batch, self.kv)
-                greedy = logits.argmax(-1).tolist()  # (waits for the device)
+            tokens = self.runner.run(spans, [s.params for s, _ in rows], generators)
         except Exception as exc:  # the whole pass failed: fail its requests, keep the engine alive
             log.exception("forward pass failed")
-            for sp in plan.spans:
-                sp.seq.finish("error", f"forward pass failed: {type(exc).__name__}: {exc}")
+            return exc
+        self._time_pass(scheduled, time.perf_counter() - began)
+        per_span, row = [], 0
+        for span in spans:
+            per_span.append(tokens[row:row + len(span.logits_offsets)])
+            row += len(span.logits_offsets)
+        return per_span
+
+    def _postprocess(self, scheduled: list[ScheduledSpan], sampled: list[list[int]] | Exception,
+                     ) -> list[RequestOutput]:
+        outputs = []
+        if isinstance(sampled, Exception):
+            for sp in scheduled:
+                sp.seq.finish("error", f"forward pass failed: {type(sampled).__name__}: {sampled}")
                 self.scheduler.remove(sp.seq)
                 outputs.append(self._emit(sp.seq))
             return outputs
-        self._time_pass(plan.spans, time.perf_counter() - began)
-        row = 0
-        for sp, span in zip(plan.spans, spans, strict=True):
+        for sp, tokens in zip(scheduled, sampled, strict=True):
             seq = sp.seq
-            rows = len(span.logits_offsets)
             produced = False
             try:
-                produced = self._advance(sp, logits[row:row + rows], greedy[row:row + rows])
+                produced = self._advance(sp, tokens)
             except Exception as exc:  # this request alone fails; the batch goes on
                 log.exception("request %s failed", seq.request_id)
                 seq.finish("error", f"{type(exc).__name__}: {exc}")
-            row += rows
             if seq.finished:
                 self.scheduler.remove(seq)
                 outputs.append(self._emit(seq))
@@ -276,7 +289,7 @@ class Engine:
             except Exception:
                 log.exception("drafter failed for %s; no drafts this step", seq.request_id)
 
-    def _advance(self, sp: ScheduledSpan, logits: torch.Tensor, greedy: list[int]) -> bool:
+    def _advance(self, sp: ScheduledSpan, sampled: list[int]) -> bool:
         """Account for a computed span; sample (and verify drafts) if it completed. True if tokens came."""
         seq = sp.seq
         was_prefill = seq.in_prefill
@@ -288,7 +301,7 @@ class Engine:
         drafts = seq.draft_token_ids[: sp.num_drafts]
         tokens: list[int] = []
         for j in range(len(drafts) + 1):
-            tokens.append(next_token(seq, logits[j], greedy[j]))
+            tokens.append(next_token(seq, sampled[j]))
             if j == len(drafts) or tokens[-1] != drafts[j]:
                 break
             seq.num_computed_tokens += 1  # draft j confirmed: its KV (computed in this pass) is valid

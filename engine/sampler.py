@@ -7,6 +7,8 @@ always keeps the most likely token (a top_p that rounds to 0 in float32 would ot
 
 from __future__ import annotations
 
+import random
+
 import torch
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -39,37 +41,112 @@ class SamplingParams(BaseModel):
         return self.temperature < MIN_TEMPERATURE or self.top_k == 1
 
 
-def make_generator(params: SamplingParams, device: torch.device) -> torch.Generator | None:
+def request_seed(params: SamplingParams) -> int | None:
+    """The seed a sampling request's draws derive from (its own, or a random one); None when greedy."""
     if params.greedy:
         return None
+    return params.seed if params.seed is not None else random.getrandbits(63)
+
+
+def position_generator(seed: int, position: int, device: torch.device) -> torch.Generator:
+    """The generator of one output position's draw. Keyed by (seed, position), never by how many draws came
+    before: a seeded request gives the same tokens with or without speculation (a verify pass draws for rows
+    it then rejects) and whatever it is batched with."""
     gen = torch.Generator(device=device)
-    if params.seed is not None:
-        gen.manual_seed(params.seed)
-    else:
-        gen.seed()
+    gen.manual_seed(hash((seed, position)) & (2**63 - 1))
     return gen
 
 
-def probabilities(logits: torch.Tensor, params: SamplingParams) -> torch.Tensor:
-    """Softmax of temperature-scaled logits [..., V] after top-k / top-p filtering (float32; a greedy
-    temperature is scaled as MIN_TEMPERATURE, which puts nearly all the mass on the argmax)."""
-    logits = logits.float() / max(params.temperature, MIN_TEMPERATURE)
-    if params.top_k > 0 and params.top_k < logits.shape[-1]:
-        kth = torch.topk(logits, params.top_k, dim=-1).values[..., -1:]
+class SamplingBatch:
+    """The sampling parameters of one step's logits rows as per-row device tensors, so that every row is
+    sampled in one batched pass with no host round trip (greedy rows take the argmax, the others are drawn
+    with their own generator). Filters a step does not use are left out (None) and cost nothing."""
+
+    def __init__(self, params: list[SamplingParams], generators: list[torch.Generator | None],
+                 device: torch.device):
+        self.greedy_rows = [p.greedy for p in params]
+        self.all_greedy = all(self.greedy_rows)
+        self.generators = [None if g else gen for g, gen in zip(self.greedy_rows, generators, strict=True)]
+        self.temperature = self.top_k = self.top_p = self.greedy = None
+        self.max_top_k = 0
+        if self.all_greedy:
+            return
+        # greedy rows sample at temperature 1 (their draw is discarded): no extreme scaling anywhere
+        temps = [1.0 if g else max(p.temperature, MIN_TEMPERATURE) for g, p in zip(self.greedy_rows, params,
+                                                                                  strict=True)]
+        top_k = [min(p.top_k, 2**62) for p in params]  # any top_k beyond the vocabulary filters nothing
+        top_p = [p.top_p for p in params]
+        # float32 columns: temperature, top_p, greedy flag; top_k in its own long tensor when used
+        floats = torch.tensor([temps, top_p, [float(g) for g in self.greedy_rows]], dtype=torch.float32)
+        floats = _to_device(floats, device)
+        self.temperature = floats[0]
+        self.top_p = floats[1] if any(p < 1.0 for p in top_p) else None
+        self.greedy = floats[2].bool()
+        if any(top_k):
+            self.max_top_k = max(top_k)
+            self.top_k = _to_device(torch.tensor(top_k, dtype=torch.long), device)
+
+
+def _to_device(t: torch.Tensor, device: torch.device) -> torch.Tensor:
+    """A small host tensor on the device, copied from pinned memory without blocking the host."""
+    if device.type == "cuda":
+        return t.pin_memory().to(device, non_blocking=True)
+    return t.to(device)
+
+
+def batch_probabilities(logits: torch.Tensor, temperature: torch.Tensor, top_k: torch.Tensor | None,
+                        max_top_k: int, top_p: torch.Tensor | None) -> torch.Tensor:
+    """Softmax [R, V] of each row's temperature-scaled logits after its top-k / top-p filtering (float32).
+    temperature [R]; top_k [R] (0 = off) or None; top_p [R] or None; max_top_k: the largest top_k."""
+    logits = logits.float() / temperature[:, None]
+    vocab = logits.shape[-1]
+    if top_p is None and top_k is not None and max_top_k < vocab:
+        top = torch.topk(logits, max_top_k, dim=-1).values  # [R, max k], descending
+        kth = top.gather(-1, (torch.where(top_k > 0, top_k, max_top_k) - 1)[:, None])
         logits = logits.masked_fill(logits < kth, float("-inf"))
-    if params.top_p < 1.0:
+    elif top_p is not None:
         sorted_logits, order = torch.sort(logits, dim=-1, descending=True)
+        if top_k is not None:
+            k = torch.where(top_k > 0, top_k, vocab).clamp_(max=vocab)
+            kth = sorted_logits.gather(-1, (k - 1)[:, None])
+            sorted_logits = sorted_logits.masked_fill(sorted_logits < kth, float("-inf"))
         sorted_probs = sorted_logits.softmax(-1)
-        drop = sorted_probs.cumsum(-1) - sorted_probs >= params.top_p  # keep the smallest set reaching top_p
-        drop[..., 0] = False  # the most likely token always stays, however small top_p is
+        # keep the smallest set reaching top_p; the most likely token always stays, however small top_p is
+        drop = sorted_probs.cumsum(-1) - sorted_probs >= top_p[:, None]
+        drop[..., 0] = False
         sorted_logits = sorted_logits.masked_fill(drop, float("-inf"))
         logits = torch.full_like(logits, float("-inf")).scatter(-1, order, sorted_logits)
     return logits.softmax(-1)
 
 
+def sample_batch(logits: torch.Tensor, batch: SamplingBatch) -> torch.Tensor:
+    """The next token of every row of logits [R, V], on the device: [R] long.
+
+    A sampled row draws by the exponential race (argmax of p / E with E ~ Exp(1), which picks token i with
+    probability p_i), its noise from the row's own generator: a seed gives the same tokens whatever else is
+    in the batch, and nothing waits for the host."""
+    greedy_tokens = logits.argmax(-1)
+    if batch.all_greedy:
+        return greedy_tokens
+    probs = batch_probabilities(logits, batch.temperature, batch.top_k, batch.max_top_k, batch.top_p)
+    noise = torch.ones_like(probs)
+    for row, gen in enumerate(batch.generators):
+        if gen is not None:
+            noise[row].exponential_(generator=gen)
+    sampled = probs.div_(noise.clamp_(min=torch.finfo(torch.float32).tiny)).argmax(-1)
+    return torch.where(batch.greedy, greedy_tokens, sampled)
+
+
+def probabilities(logits: torch.Tensor, params: SamplingParams) -> torch.Tensor:
+    """Softmax of one row [V] of temperature-scaled logits after top-k / top-p filtering (float32; a greedy
+    temperature is scaled as MIN_TEMPERATURE, which puts nearly all the mass on the argmax)."""
+    row = lambda value, dtype: torch.tensor([value], dtype=dtype, device=logits.device)  # noqa: E731
+    top_k = row(min(params.top_k, 2**62), torch.long) if params.top_k else None
+    top_p = row(params.top_p, torch.float32) if params.top_p < 1.0 else None
+    temperature = row(max(params.temperature, MIN_TEMPERATURE), torch.float32)
+    return batch_probabilities(logits[None], temperature, top_k, min(params.top_k, 2**62), top_p)[0]
+
+
 def sample(logits: torch.Tensor, params: SamplingParams, generator: torch.Generator | None) -> int:
-    """Next token from one row of logits [V]."""
-    if params.greedy:
-        return int(logits.argmax())
-    probs = probabilities(logits, params)
-    return int(torch.multinomial(probs, 1, generator=generator))
+    """Next token from one row of logits [V] (the batched sampler on one row)."""
+    return int(sample_batch(logits[None], SamplingBatch([params], [generator], logits.device))[0])

@@ -5,8 +5,6 @@ from __future__ import annotations
 import enum
 import time
 
-import torch
-
 from deltaserve.engine.outputs import RequestMetrics, RequestOutput
 from deltaserve.engine.sampler import SamplingParams
 
@@ -19,14 +17,14 @@ class Status(enum.Enum):
 
 class Sequence:
     def __init__(self, request_id: str, prompt_token_ids: list[int], params: SamplingParams,
-                 cache_salt: str | None, generator: torch.Generator | None):
+                 cache_salt: str | None, seed: int | None):
         self.request_id = request_id
         self.prompt_token_ids = list(prompt_token_ids)
         self.token_ids = list(prompt_token_ids)  # prompt + confirmed generated tokens
         self.num_prompt_tokens = len(prompt_token_ids)
         self.params = params
         self.cache_salt = cache_salt
-        self.generator = generator
+        self.seed = seed  # what this request's sampled draws derive from (sampler.position_generator)
         self.status = Status.WAITING
         self.finish_reason: str | None = None
         self.error: str | None = None

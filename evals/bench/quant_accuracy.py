@@ -25,7 +25,7 @@ from pathlib import Path
 import torch
 
 from deltaserve.engine import Engine, SamplingParams
-from deltaserve.engine.model import Span
+from deltaserve.engine.forward_batch import Span
 from deltaserve.evals.bench.engine_vs_hf import (
     DEFAULT_MODELS,
     comma_list,
@@ -76,8 +76,7 @@ def all_logits(eng: Engine, ids: list[int]) -> torch.Tensor:
     """Float32 logits at every position of one fresh pass over ids (blocks 0.. of an idle engine's pool)."""
     bs = eng.config.block_size
     span = Span(ids, 0, list(range(-(-len(ids) // bs))), list(range(len(ids))))
-    with torch.inference_mode():
-        return eng.model.forward(eng.model.prepare([span], bs), eng.kv)
+    return eng.runner.logits([span])
 
 
 def nll_sum(eng: Engine, ids: list[int]) -> tuple[float, int]:

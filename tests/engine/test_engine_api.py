@@ -166,14 +166,14 @@ def test_unknown_model_names_accepted_forms(tmp_path):
 
 
 def test_one_failing_request_does_not_take_down_the_batch(make_engine, monkeypatch):
-    """Fault injection: sampling raises for one request only; it alone ends with "error"."""
+    """Fault injection: choosing one request's token raises; it alone ends with "error"."""
     eng = make_engine()
     real = engine_module.next_token
 
-    def flaky(seq, logits, greedy_token):
+    def flaky(seq, sampled):
         if seq.request_id == "bad" and seq.num_output_tokens == 3:
             raise RuntimeError("injected sampler fault")
-        return real(seq, logits, greedy_token)
+        return real(seq, sampled)
 
     expected = eng.generate(["good one", "good two"], GREEDY)
     monkeypatch.setattr(engine_module, "next_token", flaky)

@@ -272,7 +272,7 @@ def test_bf16_decode_kernels_agree_with_the_dense_dequantized_path(tiny_model_di
     """bf16 with prepacked dense copies: a decode step's logits whether every call takes the quantized kernel
     or the dense copy of its dequantized weight (prefill, speculation and batches take the dense one), within
     bf16 noise (the dense copy holds the dequantized weight rounded to bf16)."""
-    from deltaserve.engine.model import Span
+    from deltaserve.engine.forward_batch import Span
 
     eng = Engine.from_pretrained(str(tiny_model_dirs["qwen2"]), dtype="bfloat16", quant=mode, num_blocks=64,
                                  speculative=False, enable_prefix_caching=False, device="cpu")
@@ -285,8 +285,8 @@ def test_bf16_decode_kernels_agree_with_the_dense_dequantized_path(tiny_model_di
             lin.max_rows = max_rows
         ids = list(range(100, 141))
         with torch.inference_mode():
-            m.forward(m.prepare([Span(ids[:-1], 0, [0, 1, 2], [])], 16), eng.kv)
-            return m.forward(m.prepare([Span(ids[-1:], 40, [0, 1, 2], [0])], 16), eng.kv)[0]
+            eng.runner.logits([Span(ids[:-1], 0, [0, 1, 2], [])])
+            return eng.runner.logits([Span(ids[-1:], 40, [0, 1, 2], [0])])[0]
 
     kernel, dense = decode_logits(10**6), decode_logits(-1)
     diff = (kernel - dense).abs()
@@ -310,7 +310,7 @@ def test_default_cpu_engine_takes_the_fastest_precision_here(tiny_model_dirs):
 def test_w8a8_engine_agrees_with_its_float_weights(tiny_model_dirs):
     """w8a8 on every projection: logits over a prompt close to the same int8 weights with float activations
     (only the activations' rounding differs); prefill, decode and batches run."""
-    from deltaserve.engine.model import Span
+    from deltaserve.engine.forward_batch import Span
 
     path = str(tiny_model_dirs["qwen2"])
     kw = dict(dtype="float32", num_blocks=64, speculative=False, device="cpu", quant_lm_head="none",
@@ -323,7 +323,7 @@ def test_w8a8_engine_agrees_with_its_float_weights(tiny_model_dirs):
 
     def logits(e: Engine) -> torch.Tensor:
         with torch.inference_mode():
-            return e.model.forward(e.model.prepare([Span(prompts[1], 0, [0, 1], list(range(30)))], 16), e.kv)
+            return e.runner.logits([Span(prompts[1], 0, [0, 1], list(range(30)))])
 
     ours, theirs = logits(eng), logits(ref)
     # a random tiny model's errors add up over its layers (7.5% with 7-bit activations); a wrong row scale

@@ -16,7 +16,7 @@ import torch
 from safetensors.torch import load_file, save_file
 
 from deltaserve.engine import Engine, EngineConfig, SamplingParams
-from deltaserve.engine.model import Span
+from deltaserve.engine.forward_batch import Span
 from deltaserve.testing.tiny_model import make_tiny_model_dir
 
 GREEDY = SamplingParams(max_tokens=48, ignore_eos=True)
@@ -146,7 +146,7 @@ def _follow_up_logits(eng: Engine, rid: str) -> torch.Tensor:
     seq = eng.requests[rid]
     span = Span([seq.token_ids[-1]], seq.num_computed_tokens, seq.block_table, [0])
     with torch.inference_mode():
-        return eng.model.forward(eng.model.prepare([span], eng.config.block_size), eng.kv)[0]
+        return eng.runner.logits([span])[0]
 
 
 def _kv_of(eng: Engine, rid: str) -> tuple[torch.Tensor, torch.Tensor]:

@@ -30,14 +30,14 @@ def body(seed: int, max_tokens: int = 12) -> dict:
 
 
 def test_request_whose_sampling_raises_fails_alone(server, http, wait_idle, monkeypatch):
-    real_sample = engine_module.sample
+    real_next_token = engine_module.next_token
 
-    def poisoned(logits, params, generator):
-        if params.seed == POISON_SEED:
+    def poisoned(seq, sampled):
+        if seq.params.seed == POISON_SEED:
             raise RuntimeError("injected sampling failure")
-        return real_sample(logits, params, generator)
+        return real_next_token(seq, sampled)
 
-    monkeypatch.setattr(engine_module, "sample", poisoned)
+    monkeypatch.setattr(engine_module, "next_token", poisoned)
 
     async def main():
         async with httpx.AsyncClient(base_url=server.url, timeout=60) as client:

@@ -1,0 +1,42 @@
+"""ModelRunner: one engine step's device work. Prepare the inputs (one host-to-device copy), run the model,
+sample every wanted row on the device, and bring the tokens back in one device-to-host copy: the only point
+where the host waits for the device in a step.
+"""
+
+from __future__ import annotations
+
+import torch
+
+from deltaserve.engine.attention import Attention, AttentionBackend
+from deltaserve.engine.forward_batch import ForwardBatch, Span, flatten
+from deltaserve.engine.kv_cache import KVCache
+from deltaserve.engine.model import LlamaModel
+from deltaserve.engine.sampler import SamplingBatch, SamplingParams, sample_batch
+from deltaserve.engine.staging import to_device
+
+
+class ModelRunner:
+    def __init__(self, model: LlamaModel, kv: KVCache, block_size: int, backend: AttentionBackend = "auto"):
+        self.model, self.kv, self.block_size = model, kv, block_size
+        self.device = model.device
+        self.attention = Attention(backend, model.attention_shape, block_size, kv.num_blocks * block_size,
+                                   self.device)
+
+    def prepare(self, spans: list[Span]) -> ForwardBatch:
+        flat = flatten(spans, self.block_size, self.model.max_positions)
+        ids, positions, slots, logits_rows = to_device(self.device, torch.long, flat.ids, flat.positions,
+                                                       flat.slots, flat.logits_rows)
+        return ForwardBatch(ids, positions, slots, logits_rows, self.attention.plan(spans, flat.offsets))
+
+    def logits(self, spans: list[Span]) -> torch.Tensor:
+        """Float32 logits [R, vocab] of every span's wanted rows, in order (no sampling)."""
+        with torch.inference_mode():
+            return self.model.forward(self.prepare(spans), self.kv)
+
+    def run(self, spans: list[Span], params: list[SamplingParams],
+            generators: list[torch.Generator | None]) -> list[int]:
+        """The sampled token of every wanted row (params and generators: one per row, in order)."""
+        with torch.inference_mode():
+            logits = self.model.forward(self.prepare(spans), self.kv)
+            tokens = sample_batch(logits, SamplingBatch(params, generators, self.device))
+            return tokens.tolist()  # the step's one device-to-host copy (waits for the device)
