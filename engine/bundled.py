@@ -119,14 +119,32 @@ def verified(target: Path, spec: SplitGGUF) -> bool:
         seen = {}
     if seen == {"size": st.st_size, "mtime_ns": st.st_mtime_ns, "sha256": spec.sha256}:
         return True
-    with open(target, "rb") as f:
-        digest = hashlib.sha256()
-        while chunk := f.read(CHUNK):
-            digest.update(chunk)
-    if digest.hexdigest() != spec.sha256:
+    if sha256_of(target) != spec.sha256:
         return False
     record_verified(target, spec.sha256)
     return True
+
+
+def sha256_of(path: Path) -> str:
+    digest = hashlib.sha256()
+    with open(path, "rb") as f:
+        while chunk := f.read(CHUNK):
+            digest.update(chunk)
+    return digest.hexdigest()
+
+
+def recorded_sha256(target: Path) -> str | None:
+    """The sha256 that `target`'s sidecar records, where the file is still the one hashed (same size and
+    mtime); None otherwise. The weight cache keys the bundled model by it without hashing 1.1 GB."""
+    try:
+        st = target.stat()
+        seen = json.loads(sidecar(target).read_text())
+    except (OSError, ValueError):
+        return None
+    if not isinstance(seen, dict) or (seen.get("size"), seen.get("mtime_ns")) != (st.st_size, st.st_mtime_ns):
+        return None
+    sha = seen.get("sha256")
+    return sha if isinstance(sha, str) else None
 
 
 def record_verified(target: Path, sha256: str) -> None:

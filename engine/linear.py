@@ -50,6 +50,14 @@ class DenseLinear:
             self.weight = weight
             self._fn = F.linear
 
+    @classmethod
+    def from_parts(cls, parts, device: torch.device, prepack: bool = False) -> DenseLinear:
+        """From a TensorFile-like's "weight" (and "bias"): a prepacked weight is read (the packing copies
+        it), a plain one viewed where it is (no copy on CPU)."""
+        weight = (parts.read if prepack else parts.view)("weight").to(device)
+        bias = parts.view("bias").to(device) if "bias" in parts else None
+        return cls(weight, bias, prepack)
+
     @property
     def prepacked(self) -> bool:
         return self._fn is mkldnn_linear

@@ -9,6 +9,10 @@ Accepted forms:
 GGUF files are dequantized by transformers (~20 s for SmolLM2); the result is cached as a plain HF
 directory under $DELTASERVE_CACHE (default ~/.cache/deltaserve), keyed by the file's path, size and mtime,
 so later start-ups load safetensors instead (about 1 s).
+
+The weights come as `CheckpointWeights`: each tensor read from its file when the model takes it (never the
+whole checkpoint in memory), named by an `identity` (a GGUF's sha256; a directory's weight files) that keys
+the converted weights' cache (engine/weight_cache.py), which makes most starts read no checkpoint at all.
 """
 
 from __future__ import annotations
@@ -22,9 +26,10 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import torch
-from safetensors.torch import load_file, save_file
+from safetensors.torch import save_file
 
-from deltaserve.engine.bundled import BUNDLED, bundled_gguf, cache_root
+from deltaserve.engine.bundled import BUNDLED, bundled_gguf, cache_root, recorded_sha256, sha256_of
+from deltaserve.engine.checkpoint import CheckpointWeights
 from deltaserve.engine.errors import ModelNotFoundError
 from deltaserve.engine.hub import hub_snapshot, looks_like_hub_id
 
@@ -43,7 +48,7 @@ class LoadedModel:
     name: str
     hf_config: object  # transformers PretrainedConfig
     tokenizer: object  # transformers tokenizer
-    weights: dict[str, torch.Tensor]
+    weights: CheckpointWeights  # a mapping: name -> tensor, each read when taken
     source_dir: Path  # the HF-format directory the weights were read from
     eos_token_ids: list[int]
 
@@ -119,20 +124,33 @@ def convert_gguf(gguf: Path) -> Path:
     return target
 
 
-def read_weights(model_dir: Path) -> dict[str, torch.Tensor]:
-    files = sorted(model_dir.glob("*.safetensors"))
-    if files:
-        weights: dict[str, torch.Tensor] = {}
-        for f in files:
-            weights.update(load_file(f))
-        return weights
-    bins = sorted(model_dir.glob("pytorch_model*.bin"))
-    if not bins:
+def read_weights(model_dir: Path, identity: str | None = None) -> CheckpointWeights:
+    files = sorted(model_dir.glob("*.safetensors")) or sorted(model_dir.glob("pytorch_model*.bin"))
+    if not files:
         raise ModelNotFoundError(f"{model_dir} has no *.safetensors (or pytorch_model*.bin) weights")
-    weights = {}
-    for f in bins:
-        weights.update(torch.load(f, map_location="cpu", weights_only=True))
-    return weights
+    return CheckpointWeights(files, identity, label=model_dir.name)
+
+
+def source_identity(source: Path, model_dir: Path) -> str:
+    """What the converted weights of `source` are keyed by: a GGUF's sha256 (the bundled file's, recorded
+    when it was verified; another's, hashed once and recorded beside its converted directory), or a
+    directory's weight files by name, size and mtime (hub snapshots are content-addressed already)."""
+    if source.is_file():
+        sha = recorded_sha256(source)
+        record = model_dir.with_name(model_dir.name + ".sha256.json")
+        if sha is None:
+            try:
+                sha = json.loads(record.read_text())["sha256"]
+            except (OSError, ValueError, KeyError, TypeError):
+                sha = sha256_of(source)
+                try:
+                    record.write_text(json.dumps({"sha256": sha}))
+                except OSError:
+                    pass
+        return f"gguf-sha256:{sha}|dequantized:{str(GGUF_CACHE_DTYPE).removeprefix('torch.')}"
+    files = sorted(f for f in model_dir.iterdir() if f.suffix in (".safetensors", ".bin"))
+    stats = [(f.name, f.stat().st_size, f.stat().st_mtime_ns) for f in files]
+    return f"dir:{model_dir.resolve()}|{json.dumps(stats)}"
 
 
 def eos_ids(hf_config, tokenizer, model_dir: Path) -> list[int]:
@@ -151,10 +169,11 @@ def eos_ids(hf_config, tokenizer, model_dir: Path) -> list[int]:
 def load_model(name_or_path: str, allow_download: bool = False) -> LoadedModel:
     from transformers import AutoConfig, AutoTokenizer  # heavy (seconds): only when loading a model
 
-    model_dir = resolve_model_dir(name_or_path, allow_download)
+    source = resolve_source(name_or_path, allow_download)
+    model_dir = convert_gguf(source) if source.is_file() else source
     hf_config = AutoConfig.from_pretrained(model_dir)
     tokenizer = AutoTokenizer.from_pretrained(model_dir)
-    weights = read_weights(model_dir)
+    weights = read_weights(model_dir, source_identity(source, model_dir))
     return LoadedModel(
         name=name_or_path,
         hf_config=hf_config,

@@ -20,7 +20,13 @@ from deltaserve.engine.errors import EngineError
 from deltaserve.engine.forward_batch import ForwardBatch
 from deltaserve.engine.kv_cache import KVCache
 from deltaserve.engine.linear import DenseLinear, prepack_works
-from deltaserve.engine.quant import HeadQuant, QuantMode, head_quant_for, linear_from_parts, packed_weight_calls
+from deltaserve.engine.quant import (
+    HeadQuant,
+    QuantMode,
+    head_quant_for,
+    linear_from_parts,
+    packed_weight_calls,
+)
 from deltaserve.engine.weight_cache import ConvertedWeights, Scoped, converted_weights
 
 SUPPORTED_ARCHS = ("llama", "mistral", "qwen2", "qwen3")

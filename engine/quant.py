@@ -36,6 +36,7 @@ import torch
 
 from deltaserve.engine.errors import EngineError
 from deltaserve.engine.linear import DenseLinear, prepack_works
+from deltaserve.engine.tensor_file import TensorDict
 
 log = logging.getLogger(__name__)
 
@@ -49,6 +50,7 @@ INT4_N_MULTIPLE = 16  # the int4 packing needs out_features % 16 == 0
 # (decode) and lose from about 8 rows on (measured on a 2-core AVX-512 machine, 1.5B model shapes), so
 # speculative verify spans (1 + 8 drafts) and prefill chunks run dense.
 MAX_QUANT_ROWS = 4
+QUANT_CHUNK_ROWS = 8192  # rows quantized at once (a float32 copy of 8,192 x 1,536 is 50 MB)
 
 
 def fast_bf16(device: torch.device) -> bool:
@@ -232,11 +234,46 @@ def int4_group_for(n: int, k: int, group_size: int) -> int | None:
     return max(fits) if fits else None
 
 
+def quantize_parts(weight: torch.Tensor, bias: torch.Tensor | None, mode: QuantMode, dtype: torch.dtype,
+                   group_size: int = 32, dynamic: bool = False) -> dict[str, torch.Tensor]:
+    """What a quantized linear stores, computed from its full-precision weight (the weight cache writes
+    these; packing for the kernels happens at load, from them):
+    int4: q [N, K] uint8 in 0..15, scales [K/g, N, 2] (a group's scale and zero side by side, the layout the
+    kernel reads) in `dtype`; int8: q [N, K] int8, scales [N] float32, and for a `dynamic` one row_sums [N]
+    float32 (W's sum over its inputs: W as packed). `bias` in `dtype`, where there is one."""
+    n, k = weight.shape
+    rows = weight.split(QUANT_CHUNK_ROWS)  # every row is quantized on its own: chunks bound the float copies
+    if mode == "int4":
+        group = int4_group_for(n, k, group_size)
+        if group is None:
+            raise EngineError(f"int4 needs out_features % {INT4_N_MULTIPLE} == 0 and in_features % 32 "
+                              f"== 0; got [{n}, {k}]")
+        chunks = [quantize_int4(w, group) for w in rows]
+        q, scales, zeros = (torch.cat(c) for c in zip(*chunks, strict=True))
+        parts = {"q": q.to(torch.uint8), "scales": torch.stack([scales, zeros], -1).transpose(0, 1)
+                 .contiguous().to(dtype)}
+    elif mode == "int8":
+        chunks = [quantize_int8(w, weight_levels() if dynamic else 127) for w in rows]
+        q, scales = (torch.cat(c) for c in zip(*chunks, strict=True))
+        parts = {"q": q, "scales": scales}
+        if dynamic:
+            parts["row_sums"] = torch.cat([c.float().sum(1) for c in q.split(QUANT_CHUNK_ROWS)]) * scales
+    else:
+        raise EngineError(f"QuantizedLinear takes int4 or int8, not {mode!r}")
+    if bias is not None:
+        parts["bias"] = bias.to(dtype)
+    return parts
+
+
 class QuantizedLinear:
     """y = x @ W.T + bias with W stored int4 or int8; more than max_rows rows go to `dense`, a DenseLinear
     of the same dequantized W (None: always the quantized kernel). A `dynamic` int8 linear holds fbgemm's
     packing instead of the weight-only kernel's and quantizes each row of its input alone
-    (dynamic_int8_mm), so a batch does not change a request's result beyond float rounding."""
+    (dynamic_int8_mm), so a batch does not change a request's result beyond float rounding; it keeps no
+    dense copy: fbgemm's GEMM is as fast as oneDNN's prepacked bf16 from 2 to 2,048 rows of the 1.5B
+    model's layers on a 2-core AVX-512 EPYC, and a copy would double the weights' memory.
+    `QuantizedLinear(weight, ...)` quantizes a full-precision weight; `from_parts` builds one from
+    quantize_parts' tensors (read from the weight cache)."""
 
     __slots__ = ("mode", "packed", "scales", "group_size", "bias", "dense", "max_rows", "dynamic",
                  "weight_bytes", "row_sums")
@@ -244,34 +281,50 @@ class QuantizedLinear:
     def __init__(self, weight: torch.Tensor, bias: torch.Tensor | None, mode: QuantMode, dtype: torch.dtype,
                  group_size: int = 32, keep_dense: bool = True, prepack: bool = False,
                  max_rows: int = MAX_QUANT_ROWS, dynamic: bool = False):
-        n, k = weight.shape
-        self.mode, self.bias, self.max_rows = mode, bias, max_rows
+        dynamic = dynamic and mode == "int8"
+        parts = TensorDict(quantize_parts(weight, bias, mode, dtype, group_size, dynamic))
+        self._build(parts, mode, dtype, keep_dense, prepack, max_rows, dynamic)
+
+    @classmethod
+    def from_parts(cls, parts, mode: QuantMode, dtype: torch.dtype, keep_dense: bool = True,
+                   prepack: bool = False, max_rows: int = MAX_QUANT_ROWS, dynamic: bool = False):
+        """From quantize_parts' tensors, `parts` a TensorFile-like (view / read by name)."""
+        self = cls.__new__(cls)
+        self._build(parts, mode, dtype, keep_dense, prepack, max_rows, dynamic)
+        return self
+
+    def _build(self, parts, mode: QuantMode, dtype: torch.dtype, keep_dense: bool, prepack: bool,
+               max_rows: int, dynamic: bool) -> None:
+        self.mode, self.max_rows = mode, max_rows
         self.dynamic = dynamic and mode == "int8"
+        self.bias = parts.view("bias") if "bias" in parts else None
+        self.row_sums = None
+        dequantized = None
         if mode == "int4":
-            group = int4_group_for(n, k, group_size)
-            if group is None:
-                raise EngineError(f"int4 needs out_features % {INT4_N_MULTIPLE} == 0 and in_features % 32 "
-                                  f"== 0; got [{n}, {k}]")
-            q, scales, zeros = quantize_int4(weight, group)
-            self.group_size = group
-            self.packed = torch.ops.aten._convert_weight_to_int4pack_for_cpu(q, 1)
-            # [K/g, N, 2]: a group's scale and zero side by side, the layout the kernel reads
-            self.scales = torch.stack([scales, zeros], -1).transpose(0, 1).contiguous().to(dtype)
-            dequantized = dequantize_int4(q, self.scales[..., 0].t(), self.scales[..., 1].t()) if keep_dense \
-                else None
-        elif mode == "int8":
-            q, scales = quantize_int8(weight, weight_levels() if self.dynamic else 127)
-            self.group_size = 0
-            self.packed, self.scales = q, scales.to(dtype)
-            dequantized = q.float() * self.scales.float()[:, None] if keep_dense else None
-            if self.dynamic:
-                self.packed = pack_dynamic_int8(q, scales)
-                self.row_sums = q.float().sum(1) * scales
+            q, self.scales = parts.read("q"), parts.view("scales")
+            n, k = q.shape
+            self.group_size = k // self.scales.shape[0]
+            self.packed = torch.ops.aten._convert_weight_to_int4pack_for_cpu(q.to(torch.int32), 1)
+            if keep_dense:
+                dequantized = dequantize_int4(q, self.scales[..., 0].t(), self.scales[..., 1].t())
+            packed_bytes = self.packed.nbytes
+        elif self.dynamic:  # fbgemm packs a copy: the int8 weight is read into memory, packed and dropped
+            q, scales = parts.read("q"), parts.read("scales")
+            n, k = q.shape
+            self.group_size, self.scales = 0, scales.to(dtype)
+            self.packed = pack_dynamic_int8(q, scales)
+            self.row_sums = parts.read("row_sums")
+            packed_bytes = n * k  # fbgemm's packing hides its size
+        elif mode == "int8":  # the kernel reads the stored int8 weight as it is (a view of the cache file)
+            self.packed, self.group_size = parts.view("q"), 0
+            self.scales = parts.view("scales").to(dtype)
+            if keep_dense:
+                dequantized = self.packed.float() * self.scales.float()[:, None]
+            packed_bytes = self.packed.nbytes
         else:
             raise EngineError(f"QuantizedLinear takes int4 or int8, not {mode!r}")
-        packed_bytes = self.packed.nbytes if mode == "int4" else n * k  # fbgemm's packing hides its size
         self.weight_bytes = packed_bytes + self.scales.nbytes
-        self.dense = None if dequantized is None else DenseLinear(dequantized.to(dtype), bias, prepack)
+        self.dense = None if dequantized is None else DenseLinear(dequantized.to(dtype), self.bias, prepack)
 
     def _kernel(self, x: torch.Tensor) -> torch.Tensor:
         if self.dynamic:
@@ -295,17 +348,36 @@ class QuantizedLinear:
         return self.weight_bytes + b
 
 
-def make_linear(weight: torch.Tensor, bias: torch.Tensor | None, dtype: torch.dtype, quant: QuantMode,
-                group_size: int, prepack: bool, keep_dense: bool = True, dynamic: bool = False):
-    """The model's linear for one (fused) projection: dense in `dtype`, or quantized from the full-precision
-    weight; an int4 shape the kernel cannot take falls back to int8. w8a8 (or int8 with `dynamic`) runs
-    fbgemm where it runs, keeping a dense copy for many rows only where bf16 matmuls are native."""
+def quantize_linear(weight: torch.Tensor, bias: torch.Tensor | None, dtype: torch.dtype, quant: QuantMode,
+                    group_size: int, dynamic: bool = False) -> tuple[dict, dict[str, torch.Tensor]]:
+    """(spec, parts) of the model's linear for one (fused) projection, from its full-precision weight: dense
+    in `dtype`, or quantized; an int4 shape the kernel cannot take falls back to int8. w8a8 (or int8 with
+    `dynamic`) runs fbgemm where it runs. `spec` ({"mode", "dynamic"}) and `parts` are what the weight cache
+    stores; linear_from_parts builds the callable."""
     if quant == "none":
-        return DenseLinear(weight.to(dtype).contiguous(), bias, prepack)
+        parts = {"weight": weight.to(dtype).contiguous()}
+        if bias is not None:
+            parts["bias"] = bias.to(dtype)
+        return {"mode": "none", "dynamic": False}, parts
     if quant == "int4" and int4_group_for(*weight.shape, group_size) is None:
         log.debug("int4 cannot take a [%d, %d] weight; int8 instead", *weight.shape)
         quant = "int8"
     dynamic = (dynamic or quant == "w8a8") and dynamic_int8_works()
     mode = "int8" if quant == "w8a8" else quant
-    return QuantizedLinear(weight, bias, mode, dtype, group_size, keep_dense and (prepack or not dynamic),
-                           prepack, dynamic=dynamic)
+    return {"mode": mode, "dynamic": dynamic}, quantize_parts(weight, bias, mode, dtype, group_size, dynamic)
+
+
+def linear_from_parts(parts, spec: dict, dtype: torch.dtype, device: torch.device, prepack: bool,
+                      keep_dense: bool = True):
+    """The linear quantize_linear described, from its parts (a TensorFile-like: view / read by name)."""
+    if spec["mode"] == "none":
+        return DenseLinear.from_parts(parts, device, prepack)
+    return QuantizedLinear.from_parts(parts, spec["mode"], dtype, keep_dense, prepack,
+                                      dynamic=spec["dynamic"])
+
+
+def make_linear(weight: torch.Tensor, bias: torch.Tensor | None, dtype: torch.dtype, quant: QuantMode,
+                group_size: int, prepack: bool, keep_dense: bool = True, dynamic: bool = False):
+    """quantize_linear, then linear_from_parts: the linear for a full-precision weight in one call."""
+    spec, parts = quantize_linear(weight, bias, dtype, quant, group_size, dynamic)
+    return linear_from_parts(TensorDict(parts), spec, dtype, weight.device, prepack, keep_dense)
