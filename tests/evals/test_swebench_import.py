@@ -113,3 +113,61 @@ def test_ids_and_test_lists():
     row = Instance.model_validate({"instance_id": "a", "repo": "o/n", "base_commit": "c", "patch": "",
                                    "test_patch": "", "FAIL_TO_PASS": '["t::a"]', "PASS_TO_PASS": []})
     assert row.FAIL_TO_PASS == ["t::a"] and row.PASS_TO_PASS == []
+
+
+def _symlink_diff(path: str, target: str) -> str:
+    return (f"diff --git a/{path} b/{path}\nnew file mode 120000\nindex 0000000..1111111\n--- /dev/null\n"
+            f"+++ b/{path}\n@@ -0,0 +1 @@\n+{target}\n\\ No newline at end of file\n")
+
+
+def _hostile_rows(clone_dir, base, patch, test_patch, host_secret):
+    """instance id -> (row, what its refusal says): each would reach outside --repos or the repository."""
+    victim = clone_dir.parent.parent / "victim"  # a clone outside --repos
+    subprocess.run(["git", "clone", "-q", str(clone_dir), str(victim)], check=True)
+    # git apply takes the +++ side's name where the --- side's is an absolute path; unidiff reports both
+    absolute_header = test_patch + f"--- {clone_dir}/tests/test_ops.py\n+++ b/tests/test_ops.py\n" + (
+        "@@ -5 +5,2 @@\n     assert double(4) == 8\n+    assert double(0) == 0\n")
+    many = [f"tests/test_clamp.py::test_{n}" for n in range(60_000)]
+    return {
+        "link-dir": (dict(test_patch=test_patch + _symlink_diff("leak", str(host_secret.parent))),
+                     "symbolic link to a path outside the repository: leak -> "),
+        "link-file": (dict(test_patch=test_patch + _symlink_diff("tests/leak.txt", str(host_secret))),
+                      "symbolic link"),
+        "link-up": (dict(patch=patch + _symlink_diff("mathlib/up", "../../..")),
+                    "patch adds a symbolic link"),
+        "dotdot-repo": (dict(repo="acme/../victim"), "is not of the form owner/name"),
+        "absolute-repo": (dict(repo=f"acme/{victim}"), "is not of the form owner/name"),
+        "absolute-path": (dict(test_patch=absolute_header), "a path outside the repository"),
+        "huge-command": (dict(FAIL_TO_PASS=many), "more than one command line can carry"),
+    }
+
+
+@pytest.mark.parametrize("hostile", ["link-dir", "link-file", "link-up", "dotdot-repo", "absolute-repo",
+                                     "absolute-path", "huge-command"])
+def test_an_instance_reaching_outside_is_refused_and_the_others_imported(clone, tmp_path, hostile):
+    repo, base, patch, test_patch = clone
+    secret = tmp_path / "home" / "secret.txt"
+    secret.parent.mkdir()
+    secret.write_text("host secret\n")
+    changes, reason = _hostile_rows(repo, base, patch, test_patch, secret)[hostile]
+    rows = [{**instance(base, patch, test_patch, instance_id=hostile), **changes},
+            instance(base, patch, test_patch, instance_id="acme__mathlib-ok")]
+    jsonl = tmp_path / "instances.jsonl"
+    jsonl.write_text("\n".join(json.dumps(row) for row in rows) + "\n")
+    result = import_swebench(jsonl, repo.parent, tmp_path / "tasks", progress=False)
+    assert result.imported == ["acme__mathlib-ok"] and reason in result.problems[hostile], result.problems
+    copied = [p.read_text() for p in (tmp_path / "tasks").rglob("*") if p.is_file() and not p.is_symlink()]
+    assert "host secret\n" not in copied
+
+
+def test_instance_ids_that_map_to_one_task_id_do_not_replace_each_other(clone, tmp_path):
+    repo, base, patch, test_patch = clone
+    rows = [instance(base, patch, test_patch, instance_id="acme/mathlib-1"),
+            instance(base, patch, test_patch, instance_id="acme-mathlib-1", problem_statement="the second")]
+    jsonl = tmp_path / "instances.jsonl"
+    jsonl.write_text("\n".join(json.dumps(row) for row in rows) + "\n")
+    result = import_swebench(jsonl, repo.parent, tmp_path / "tasks", progress=False)
+    assert result.imported == ["acme-mathlib-1"]
+    assert "is that of instance 'acme/mathlib-1'" in result.problems["acme-mathlib-1"]
+    (task,) = load_tasks(tmp_path / "tasks")
+    assert task.spec.description.startswith("clamp(5, 0, 10)")  # the first one's
