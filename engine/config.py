@@ -39,6 +39,9 @@ class EngineConfig(BaseModel):
     # Attention over the paged pool (engine/attention/): "auto" = "flex" (flex_attention, compiled) on CUDA,
     # "gather" (the CPU kernels, faster there) on CPU.
     attention: Literal["auto", "gather", "flex"] = "auto"
+    # Decode steps replayed as CUDA graphs per batch-size bucket (engine/decode_graphs.py; flex attention
+    # only). None: on CUDA. True on CPU runs the same static buffers eagerly (how the tests check them).
+    decode_graphs: bool | None = None
 
     # Paged KV cache: num_blocks wins over kv_cache_memory_mb; both None -> a device-dependent default.
     block_size: int = Field(default=16, ge=1, le=1024)

@@ -85,7 +85,8 @@ class Engine:
         self.max_model_len = min(max_positions, num_blocks * config.block_size)
         self.kv = KVCache(m.num_layers, num_blocks, config.block_size, m.num_kv_heads, m.head_dim,
                           self.dtype, self.device)
-        self.runner = ModelRunner(m, self.kv, config.block_size, config.attention)
+        self.runner = ModelRunner(m, self.kv, config.block_size, config.attention, config.decode_graphs,
+                                  config.max_num_seqs)
         use_disk = config.kv_cache_dir and config.enable_prefix_caching
         self.kv_disk = self._disk_store(loaded) if use_disk else None
         tier = DiskTier(self.kv_disk, self.kv) if self.kv_disk is not None else None

@@ -37,13 +37,17 @@ def default_num_blocks(per_block: int, device: torch.device, kv_cache_memory_mb:
 class KVCache:
     def __init__(self, num_layers: int, num_blocks: int, block_size: int, kv_heads: int, head_dim: int,
                  dtype: torch.dtype, device: torch.device):
-        self.num_blocks = num_blocks
+        self.num_blocks = num_blocks  # blocks the block manager hands out
         self.block_size = block_size
-        shape = (num_layers, kv_heads, num_blocks, block_size, head_dim)
+        # one block more, never handed out: the scratch slot padded rows of a fixed-size decode batch write to
+        # and read from (engine/decode_graphs.py)
+        self.scratch_slot = num_blocks * block_size
+        self.num_slots = (num_blocks + 1) * block_size  # every slot of the pool, the scratch block's too
+        shape = (num_layers, kv_heads, num_blocks + 1, block_size, head_dim)
         # zeros, not empty: padded attention reads masked slots, and 0 * NaN garbage would still be NaN.
         self.k_blocks = torch.zeros(shape, dtype=dtype, device=device)
         self.v_blocks = torch.zeros(shape, dtype=dtype, device=device)
-        flat = (num_layers, kv_heads, num_blocks * block_size, head_dim)
+        flat = (num_layers, kv_heads, self.num_slots, head_dim)
         self.k_heads = self.k_blocks.view(flat)
         self.v_heads = self.v_blocks.view(flat)
         self.k_layers, self.v_layers = list(self.k_heads), list(self.v_heads)  # per-layer views, made once

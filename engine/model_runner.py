@@ -8,6 +8,7 @@ from __future__ import annotations
 import torch
 
 from deltaserve.engine.attention import Attention, AttentionBackend
+from deltaserve.engine.decode_graphs import DecodeGraphs
 from deltaserve.engine.forward_batch import ForwardBatch, Span, flatten
 from deltaserve.engine.kv_cache import KVCache
 from deltaserve.engine.model import LlamaModel
@@ -16,11 +17,17 @@ from deltaserve.engine.staging import to_device
 
 
 class ModelRunner:
-    def __init__(self, model: LlamaModel, kv: KVCache, block_size: int, backend: AttentionBackend = "auto"):
+    def __init__(self, model: LlamaModel, kv: KVCache, block_size: int, backend: AttentionBackend = "auto",
+                 decode_graphs: bool | None = None, max_batch: int = 16):
         self.model, self.kv, self.block_size = model, kv, block_size
         self.device = model.device
-        self.attention = Attention(backend, model.attention_shape, block_size, kv.num_blocks * block_size,
-                                   self.device)
+        self.attention = Attention(backend, model.attention_shape, block_size, kv.num_slots, self.device)
+        flex = self.attention.backend == "flex"
+        use_graphs = self.device.type == "cuda" and flex if decode_graphs is None else decode_graphs
+        if use_graphs and not flex:
+            raise ValueError("decode graphs need the flex attention backend (attention='flex')")
+        self.graphs = (DecodeGraphs(model, kv, block_size, self.attention.compiled, max_batch) if use_graphs
+                       else None)
 
     def prepare(self, spans: list[Span]) -> ForwardBatch:
         flat = flatten(spans, self.block_size, self.model.max_positions)
@@ -31,12 +38,16 @@ class ModelRunner:
     def logits(self, spans: list[Span]) -> torch.Tensor:
         """Float32 logits [R, vocab] of every span's wanted rows, in order (no sampling)."""
         with torch.inference_mode():
+            if self.graphs is not None and self.graphs.accepts(spans):
+                logits = self.graphs.run(spans)
+                if logits is not None:
+                    return logits
             return self.model.forward(self.prepare(spans), self.kv)
 
     def run(self, spans: list[Span], params: list[SamplingParams],
             generators: list[torch.Generator | None]) -> list[int]:
         """The sampled token of every wanted row (params and generators: one per row, in order)."""
+        logits = self.logits(spans)
         with torch.inference_mode():
-            logits = self.model.forward(self.prepare(spans), self.kv)
             tokens = sample_batch(logits, SamplingBatch(params, generators, self.device))
             return tokens.tolist()  # the step's one device-to-host copy (waits for the device)

@@ -35,8 +35,10 @@ def _params(i: int) -> SamplingParams:
     return SamplingParams(max_tokens=24, ignore_eos=True, forced_token_ids=forced, **kinds[i % len(kinds)])
 
 
-def test_at_most_one_host_sync_per_step_at_batch_8_with_mixed_spans(make_engine):
-    eng = make_engine(attention="flex", speculative="ngram", max_num_batched_tokens=40, max_num_seqs=8)
+@pytest.mark.parametrize("graphs", [False, True], ids=["per-step plan", "decode graphs"])
+def test_at_most_one_host_sync_per_step_at_batch_8_with_mixed_spans(make_engine, graphs):
+    eng = make_engine(attention="flex", speculative="ngram", max_num_batched_tokens=40, max_num_seqs=8,
+                      decode_graphs=graphs)
     plans = []
     schedule = eng.scheduler.schedule
 
