@@ -4,7 +4,8 @@ Layout: `<dir>/kv/<model fingerprint>/<2 hex>/<block hash hex>.safetensors`, one
 by the block manager's chained hash (which covers the whole prefix and the cache_salt). A file holds the
 block's K and V ([layers, kv_heads, block_size, head_dim]) and, as metadata, its token ids, its parent hash
 and a checksum of the tensor bytes; a read that fails to parse or to match any of them drops the file and
-counts it corrupt, so a bad file is recomputed and never served.
+counts it corrupt, so a bad file is recomputed and never served. Only regular files are read, opened
+without following links or blocking (a FIFO named like a block would otherwise hang the engine).
 
 Writes never hold up a step: the engine copies a block's K/V to CPU when the block becomes cached and hands
 the copy to `offer`, which queues it for a writer thread or, when the queue is over its byte budget, skips
@@ -12,7 +13,9 @@ it. Any write error (a full disk, a quota, a read-only directory) turns writing 
 engine goes on memory-only. The directory is kept under a byte budget by evicting least recently used files
 (a file's mtime is its last use, so recency survives restarts and is shared by processes on one dir). A
 block's stamp is its last use minus DEPTH_NS per block of depth, so within one use a prefix's tail goes
-before its head (a tail without its head can never be matched).
+before its head (a tail without its head can never be matched). Processes sharing a dir each see the
+others' files only by looking, so the writer rescans the directory at the end of each burst of writes (and
+every RESCAN_FRACTION of the budget written) before evicting: the budget holds for the dir, not per process.
 
 The model fingerprint (`model_fingerprint`) covers the weights files (names, sizes, mtimes), the model
 config, the dtype, the quantization setting and the block size: a changed model reads from another
@@ -23,9 +26,11 @@ from __future__ import annotations
 
 import atexit
 import hashlib
+import json
 import logging
 import os
 import queue
+import stat
 import threading
 import time
 import weakref
@@ -33,18 +38,21 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 import torch
-from safetensors import safe_open
+from safetensors.torch import load as load_tensors
 from safetensors.torch import save_file
 
 from deltaserve.engine.kv_cache import KVCache
 
 log = logging.getLogger(__name__)
 
-FORMAT_VERSION = "1"
+# In every fingerprint: 2 = block keys hash an unambiguous encoding of salt and tokens (engine/prefix_cache
+# block_hash), so version-1 files, keyed by the old hash, sit in another directory and are never read.
+FORMAT_VERSION = "2"
 SUFFIX = ".safetensors"
 WEIGHT_SUFFIXES = (".safetensors", ".bin", ".gguf", ".pt")
 DEFAULT_MAX_PENDING_BYTES = 256 * 2**20  # CPU copies waiting for the writer; beyond it blocks are skipped
 DEPTH_NS = 10_000_000
+RESCAN_FRACTION = 16  # rescan the dir after max_bytes / RESCAN_FRACTION written, even mid-burst
 
 
 def model_fingerprint(source_dir: Path, hf_config, dtype: torch.dtype, block_size: int,
@@ -108,6 +116,7 @@ class DiskKVStore:
         self._lock = threading.Lock()
         self._files: dict[str, tuple[int, int]] = {}  # hash hex -> (stamp ns, bytes)
         self._total = 0
+        self._written_since_scan = 0
         self._pending_bytes = 0
         self._queue: queue.Queue[_Pending | None] = queue.Queue()
         try:
@@ -125,13 +134,13 @@ class DiskKVStore:
         return self.dir / hexkey[:2] / (hexkey + SUFFIX)
 
     def _scan(self) -> None:
-        for sub in self.dir.iterdir():
-            if sub.is_dir():
-                for f in sub.iterdir():
-                    if f.suffix == SUFFIX:
-                        st = f.stat()
-                        self._files[f.stem] = (st.st_mtime_ns, st.st_size)
-                        self._total += st.st_size
+        """Index every block file in the directory (this process's and any other's), replacing what was
+        known: the mtimes on disk are every process's last uses."""
+        files = _block_files(self.dir)
+        with self._lock:
+            self._files = files
+            self._total = sum(size for _, size in files.values())
+            self._written_since_scan = 0
 
     @property
     def total_bytes(self) -> int:
@@ -161,10 +170,9 @@ class DiskKVStore:
         hexkey = key.hex()
         path = self._path(hexkey)
         try:
-            with safe_open(str(path), framework="pt") as f:
-                meta = f.metadata() or {}
-                k, v = f.get_tensor("k"), f.get_tensor("v")
-            size = path.stat().st_size
+            data = _read_regular_file(path)
+            meta, k, v = _parse_block(data)
+            size = len(data)
         except FileNotFoundError:  # evicted meanwhile (by us or another process)
             self._forget(hexkey)
             self.stats.misses += 1
@@ -261,6 +269,9 @@ class DiskKVStore:
             self._files[hexkey] = (item.stamp, size)
         self.stats.bytes_written += size
         self.stats.blocks_written += 1
+        self._written_since_scan += size
+        if self._queue.empty() or self._written_since_scan * RESCAN_FRACTION >= self.max_bytes:
+            self._scan()  # other processes' files count against the budget too
         self._evict()
 
     def _evict(self) -> None:
@@ -290,6 +301,51 @@ class DiskKVStore:
             was, self.writable = self.writable, False
         if was:
             log.warning("kv disk cache: %s; going on with the in-memory prefix cache only", why)
+
+
+def _block_files(directory: Path) -> dict[str, tuple[int, int]]:
+    """hash hex -> (mtime ns, bytes) of the regular block files under `directory`'s subdirectories. Anything
+    else (a dangling link, a FIFO, a temp file) is skipped, as is a file evicted while we look."""
+    files = {}
+    for sub in _entries(directory):
+        if not sub.is_dir(follow_symlinks=False):
+            continue
+        for entry in _entries(Path(sub.path)):
+            if not entry.name.endswith(SUFFIX) or entry.name.startswith("."):
+                continue
+            try:
+                st = entry.stat(follow_symlinks=False)
+            except OSError:
+                continue
+            if stat.S_ISREG(st.st_mode):
+                files[entry.name[: -len(SUFFIX)]] = (st.st_mtime_ns, st.st_size)
+    return files
+
+
+def _entries(directory: Path) -> list[os.DirEntry]:
+    try:
+        with os.scandir(directory) as it:
+            return list(it)
+    except (FileNotFoundError, NotADirectoryError):  # removed meanwhile
+        return []
+
+
+def _read_regular_file(path: Path) -> bytes:
+    """The bytes of the regular file at `path`. A link is refused (ELOOP) and a FIFO or device is neither
+    waited on (O_NONBLOCK) nor read: both raise OSError."""
+    fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0))
+    with os.fdopen(fd, "rb") as fh:
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            raise OSError(f"{path.name} is not a regular file")
+        return fh.read()
+
+
+def _parse_block(data: bytes) -> tuple[dict[str, str], torch.Tensor, torch.Tensor]:
+    """(metadata, K, V) of a block file's bytes (safetensors: an 8-byte header length, a JSON header)."""
+    header_len = int.from_bytes(data[:8], "little")
+    meta = json.loads(data[8:8 + header_len]).get("__metadata__") or {}
+    tensors = load_tensors(data)
+    return meta, tensors["k"], tensors["v"]
 
 
 def _stamp(depth: int) -> int:

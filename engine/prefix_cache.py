@@ -2,10 +2,12 @@
 free-but-cached blocks.
 
 A full block's hash chains (parent block's hash, its token ids, and the cache_salt for the first
-block), so equal hashes mean equal prefixes, and a lookup also compares the stored token ids and
-parent hash (no false hit even on a collision). A block whose refcount drops to 0 keeps its KV and
-its index entry in the LRU list until the pool needs it; sequences free their blocks tail first so
-a prefix's head outlives its tail.
+block), so equal hashes mean equal prefixes: the bytes hashed are an unambiguous encoding (a tagged,
+length-prefixed salt; tokens as fixed-width integers), so no salt and token sequence can spell another's.
+A lookup also compares the stored token ids and parent hash (no false hit even on a collision). A block
+whose refcount drops to 0 keeps its KV and its index entry in the LRU until the pool needs it; sequences
+free their blocks tail first so a prefix's head outlives its tail. The LRU is keyed by block hash, which
+stays with the KV when a block moves (_vacate), so every LRU update is O(1).
 
 Given the pool (`kv`), a sequence that needs the block right after its last one finds it free more often: a
 cached block nobody uses there is moved to another free block first (its KV copied, its index entry and LRU
@@ -21,6 +23,7 @@ into a pool block and indexed as if it had been computed.
 from __future__ import annotations
 
 import hashlib
+import struct
 from collections import OrderedDict
 
 from deltaserve.engine.errors import EngineError
@@ -31,10 +34,23 @@ from deltaserve.engine.sequence import Sequence
 
 
 def block_hash(parent: bytes | None, tokens: tuple[int, ...], salt: str | None) -> bytes:
+    """The chained key of a full block. Every field is self-delimiting (a tag, fixed-size or length-prefixed
+    fields, tokens last as little-endian int64), so salt "9" + token 963 and no salt + token 9963 differ."""
     h = hashlib.sha256()
-    h.update(parent if parent is not None else b"root:" + (salt or "").encode())
-    h.update(b",".join(str(t).encode() for t in tokens))
+    h.update(b"child:" + parent if parent is not None else _root(salt))
+    h.update(_token_bytes(tokens))
     return h.digest()
+
+
+def _root(salt: str | None) -> bytes:
+    if salt is None:
+        return b"root-unsalted:"
+    encoded = salt.encode("utf-8", "surrogatepass")
+    return b"root-salted:" + struct.pack("<Q", len(encoded)) + encoded
+
+
+def _token_bytes(tokens: tuple[int, ...]) -> bytes:
+    return struct.pack(f"<{len(tokens)}q", *tokens)  # little-endian: the same disk keys on every machine
 
 
 class BlockManager:
@@ -49,7 +65,8 @@ class BlockManager:
         self.parent_of: list[bytes | None] = [None] * num_blocks
         self.index: dict[bytes, int] = {}
         self.free = FreeBlocks(num_blocks)
-        self.lru: OrderedDict[int, None] = OrderedDict()  # refcount-0 blocks still in the index, oldest first
+        # the hashes of refcount-0 blocks still in the index (index[hash] is the block), oldest first
+        self.lru: OrderedDict[bytes, None] = OrderedDict()
         self.disk = disk if enable_caching else None
         self.kv = kv  # None: cached blocks stay where they are (_vacate)
         # counters (tokens for queries/hits, blocks for evictions)
@@ -86,8 +103,8 @@ class BlockManager:
                 self._vacate(after + 1)
             block = self.free.take(after)
         else:
-            block, _ = self.lru.popitem(last=False)
-            del self.index[self.hash_of[block]]
+            key, _ = self.lru.popitem(last=False)
+            block = self.index.pop(key)
             self.hash_of[block] = self.tokens_of[block] = self.parent_of[block] = None
             self.evictions += 1
         self.ref_count[block] = 1
@@ -97,7 +114,9 @@ class BlockManager:
         """Free `block` if it is cached and unused, by moving its KV and index entry to another free block
         (same place in the LRU order). A block copy (~0.7 MB for SmolLM2-135M in float32) once per block of
         new tokens, against gathering the whole context every decode step (2,000 tokens: ~90 MB)."""
-        if self.kv is None or block >= self.num_blocks or block not in self.lru or not self.free:
+        if self.kv is None or block >= self.num_blocks or not self.free:
+            return
+        if self.hash_of[block] not in self.lru:  # not cached, or in use
             return
         spare = self.free.take()
         self.kv.copy_block(block, spare)
@@ -106,8 +125,7 @@ class BlockManager:
         self.hash_of[spare], self.tokens_of[spare], self.parent_of[spare] = key, self.tokens_of[block], \
             self.parent_of[block]
         self.hash_of[block] = self.tokens_of[block] = self.parent_of[block] = None
-        self.lru = OrderedDict((spare if b == block else b, None) for b in self.lru)
-        self.free.add(block)
+        self.free.add(block)  # the LRU holds the hash, which now leads to `spare`: nothing to move
 
     # ---- prefix reuse ----
 
@@ -128,7 +146,7 @@ class BlockManager:
             if block is None or self.tokens_of[block] != chunk or self.parent_of[block] != parent:
                 break
             if self.ref_count[block] == 0:
-                del self.lru[block]
+                del self.lru[h]
             self.ref_count[block] += 1
             seq.block_table.append(block)
             seq.block_hashes.append(h)
@@ -220,7 +238,7 @@ class BlockManager:
             raise EngineError(f"block {block} released more often than taken")
         if self.ref_count[block] == 0:
             if self.hash_of[block] is not None:
-                self.lru[block] = None
+                self.lru[self.hash_of[block]] = None
             else:
                 self.free.add(block)
 

@@ -6,7 +6,7 @@ import torch
 
 from deltaserve.engine import SamplingParams
 from deltaserve.engine.kv_cache import KVCache
-from deltaserve.engine.prefix_cache import BlockManager
+from deltaserve.engine.prefix_cache import BlockManager, block_hash
 
 BS = 16
 GREEDY = SamplingParams(max_tokens=24, ignore_eos=True)
@@ -148,7 +148,7 @@ def test_cached_blocks_after_a_matched_prefix_move_out_of_the_way_with_their_kv(
     lru_before = list(bm.lru)
     bm.allocate(second, 9)
     assert second.block_table == [0, 1, 2, 3, 4]
-    assert len(bm.lru) == len(lru_before) and not set(bm.lru) & set(second.block_table)
+    assert len(bm.lru) == len(lru_before) and not {bm.index[h] for h in bm.lru} & set(second.block_table)
     assert bm.evictions == 0 and bm.num_available == 12 - 5
     bm.free_blocks(second)
     again = _Seq(list(range(17)))
@@ -185,3 +185,35 @@ def test_a_repeated_prompt_decodes_from_one_run_of_blocks(make_engine):
     assert second.metrics.cached_tokens == 48
     plain = make_engine(block_size=BS, enable_prefix_caching=False)
     assert first.token_ids == second.token_ids == plain.generate(prompt, GREEDY)[0].token_ids
+
+
+def test_no_salt_and_tokens_hash_like_another_salt_and_tokens():
+    """The old encoding (salt text, then the ids joined by commas) spelled these pairs alike."""
+    rest = (5, 6, 7)
+    assert block_hash(None, (963, *rest), "9") != block_hash(None, (9963, *rest), None)
+    assert block_hash(None, (3, *rest), "12") != block_hash(None, (23, *rest), "1")  # the salts' boundary
+    assert block_hash(None, rest, "") != block_hash(None, rest, None)
+    assert block_hash(None, (1, 23), None) != block_hash(None, (12, 3), None)
+    parent = block_hash(None, rest, None)
+    assert block_hash(parent, rest, None) != block_hash(None, rest, None)
+    assert block_hash(parent, rest, "x") == block_hash(parent, rest, None)  # the salt keys the first block
+
+
+def test_a_moved_block_keeps_its_lru_place_without_rebuilding_the_lru():
+    """_vacate used to rebuild the whole LRU to rename one block (O(cached blocks) per new block). The LRU
+    is keyed by hash now, which moves with the KV: the same object, the same order, the new places."""
+    kv = KVCache(2, 12, 4, 1, 2, torch.float32, torch.device("cpu"))
+    bm = BlockManager(num_blocks=12, block_size=4, kv=kv)
+    first = _Seq(list(range(17)))
+    bm.allocate(first, 17)
+    first.num_computed_tokens = 16
+    bm.cache_full_blocks(first)
+    h0, h1, h2, h3 = first.block_hashes
+    bm.free_blocks(first)  # tail first: the LRU's oldest is the last block
+    lru = bm.lru
+    second = _Seq(list(range(8)) + [99] * 9)
+    bm.match_prefix(second)  # blocks 0 and 1 in use again
+    bm.allocate(second, 9)  # blocks 2 and 3 move out of the way
+    assert second.block_table == [0, 1, 2, 3, 4]
+    assert bm.lru is lru and list(bm.lru) == [h3, h2]
+    assert {bm.index[h3], bm.index[h2]}.isdisjoint(second.block_table)
