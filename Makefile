@@ -6,7 +6,7 @@ PIP    := $(VENV)/bin/pip
 export HF_HUB_OFFLINE := 1
 export TRANSFORMERS_OFFLINE := 1
 
-.PHONY: setup sandbox demo test lint bench clean
+.PHONY: setup sandbox demo test lint bench clean gpu-wheels
 
 # Torch first and pinned: a CPU build where there is no NVIDIA GPU (an unpinned torch pulls several GB of CUDA).
 $(VENV)/.installed: pyproject.toml
@@ -48,6 +48,13 @@ test: setup
 lint: setup
 	$(VENV)/bin/ruff check .
 	$(VENV)/bin/lint-imports
+
+# The wheels scripts/gpu_check.sh carries to a GPU machine with no registry (Python 3.12 there; pydantic is
+# the one engine dependency its image lacks). Pass the folder along: the device tool's carry [".gpu-wheels"].
+GPU_PYTHON ?= 3.12
+gpu-wheels:
+	$(PYTHON) -m pip download -q --only-binary=:all: --python-version $(GPU_PYTHON) \
+		--platform manylinux2014_x86_64 --platform manylinux_2_17_x86_64 -d .gpu-wheels pydantic
 
 clean:
 	rm -rf $(VENV) .pytest_cache
