@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Literal, get_args
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator
+from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
 SpeculativeMethod = Literal["ngram", "suffix", "off"]
 SPECULATIVE_METHODS: tuple[str, ...] = get_args(SpeculativeMethod)
@@ -38,7 +38,7 @@ class EngineConfig(BaseModel):
 
     # Attention over the paged pool (engine/attention/): "auto" = "flex" (flex_attention, compiled) on CUDA,
     # "gather" (the CPU kernels, faster there) on CPU.
-    attention: Literal["auto", "gather", "flex"] = "auto"
+    attention: Literal["auto", "gather", "flex", "deterministic"] = "auto"
     # Decode steps replayed as CUDA graphs per batch-size bucket (engine/decode_graphs.py; flex attention
     # only). None: on CUDA. True on CPU runs the same static buffers eagerly (how the tests check them).
     decode_graphs: bool | None = None
@@ -74,6 +74,23 @@ class EngineConfig(BaseModel):
     # batch-1 passes (from ~0.01 on a memory-bound GPU to ~0.5 on a compute-bound CPU); a number pins it.
     draft_token_cost: float | None = Field(default=None, gt=0.0, lt=1.0)
     suffix_history_tokens: int = Field(default=65536, ge=0)  # recent outputs kept for drafting, all salts
+
+    # Same input, same output: greedy text that does not depend on what the request is batched with or on
+    # how much of its prompt came from the cache. Float32 weights and activations, no quantization, attention
+    # and linears with fixed shapes and summation orders (engine/attention/deterministic.py); slower.
+    deterministic: bool = False
+
+    @model_validator(mode="after")
+    def _deterministic_settings(self):
+        if not self.deterministic:
+            return self
+        for name, allowed in (("dtype", ("auto", "float32")), ("quant", ("auto", "none")),
+                              ("attention", ("auto", "deterministic"))):
+            if getattr(self, name) not in allowed:
+                raise ValueError(f"deterministic mode computes with {name}={allowed[-1]!r}, not "
+                                 f"{getattr(self, name)!r}")
+        self.dtype, self.quant, self.attention, self.decode_graphs = "float32", "none", "deterministic", False
+        return self
 
     @field_validator("quant_lm_head", mode="before")
     @classmethod

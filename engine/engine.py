@@ -444,6 +444,12 @@ class Engine:
             return list(prompts)
         raise InvalidRequestError("prompts must be a string, a list of token ids, or a list of those")
 
+    @property
+    def numerics(self) -> dict:
+        """How this engine computes (what an eval records beside its figures)."""
+        return {"dtype": str(self.dtype).removeprefix("torch."), "quant": self.quant,
+                "attention": self.runner.attention.backend, "deterministic": self.config.deterministic}
+
     def __repr__(self) -> str:
         return (f"Engine(model={self.model_name!r}, device={self.device}, dtype={self.dtype}, "
                 f"quant={self.quant}, blocks={self.blocks.num_blocks}x{self.config.block_size}, "

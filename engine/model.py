@@ -89,6 +89,22 @@ def rms_norm(x: torch.Tensor, weight: torch.Tensor | None, eps: float) -> torch.
     return y if weight is None else y.mul_(weight)
 
 
+class RowPadded:
+    """A linear called with at least `rows` rows (see LlamaModel.pad_linear_rows)."""
+
+    def __init__(self, linear, rows: int):
+        self.linear, self.rows = linear, rows
+
+    def __call__(self, x: torch.Tensor) -> torch.Tensor:
+        n = x.shape[0]
+        if n >= self.rows:
+            return self.linear(x)
+        return self.linear(torch.cat([x, x.new_zeros(self.rows - n, x.shape[1])]))[:n]
+
+    def nbytes(self) -> int:
+        return self.linear.nbytes()
+
+
 class Layer:
     __slots__ = ("in_norm", "qkv", "qk_norm", "o", "post_norm", "gu", "down")
 
@@ -167,6 +183,15 @@ class LlamaModel:
                                                                            layer.qk_norm) if t is not None]
         rest = (0 if shares_embed else self.embed.nbytes) + sum(t.nbytes for t in norms)
         return read, read + dense + rest
+
+    def pad_linear_rows(self, rows: int) -> None:
+        """Every projection and the head take at least `rows` rows (zeros added, dropped after): BLAS runs a
+        different kernel (another summation order) for a few rows than for many, so without this a token's
+        logits would depend on how many tokens share its pass (deterministic mode)."""
+        for layer in self.layers:
+            layer.qkv, layer.o, layer.gu, layer.down = (RowPadded(lin, rows) for lin in (
+                layer.qkv, layer.o, layer.gu, layer.down))
+        self.lm_head = RowPadded(self.lm_head, rows)
 
     @property
     def attention_shape(self) -> AttentionShape:

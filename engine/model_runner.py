@@ -15,6 +15,10 @@ from deltaserve.engine.model import LlamaModel
 from deltaserve.engine.sampler import SamplingBatch, SamplingParams, sample_batch
 from deltaserve.engine.staging import to_device
 
+# BLAS runs one kernel for this many rows and more (measured here, float32 on an AVX-512 CPU: 1-15 rows took
+# other paths, whose per-row results differ from the many-row kernel's)
+DETERMINISTIC_MIN_ROWS = 16
+
 
 class ModelRunner:
     def __init__(self, model: LlamaModel, kv: KVCache, block_size: int, backend: AttentionBackend = "auto",
@@ -22,6 +26,8 @@ class ModelRunner:
         self.model, self.kv, self.block_size = model, kv, block_size
         self.device = model.device
         self.attention = Attention(backend, model.attention_shape, block_size, kv.num_slots, self.device)
+        if self.attention.backend == "deterministic":
+            model.pad_linear_rows(DETERMINISTIC_MIN_ROWS)
         flex = self.attention.backend == "flex"
         use_graphs = self.device.type == "cuda" and flex if decode_graphs is None else decode_graphs
         if use_graphs and not flex:

@@ -29,6 +29,7 @@ from deltaserve.evals.results import append_row, load_rows, rows_of
 from deltaserve.evals.task_suite import Task, load_tasks
 from deltaserve.harness import Agent
 from deltaserve.harness.config import DEFAULT_MODEL, AgentConfig
+from deltaserve.harness.local_provider import engine_numerics
 from deltaserve.tools.sandbox import choose
 from deltaserve.tools.tests import run_tests
 from deltaserve.tools.workspace import Workspace
@@ -110,6 +111,7 @@ def run_one(task: Task, model: str, fmt: str, config: AgentEvalConfig, logs: Pat
             restore_tests(task, repo)
             row["solved"] = run_tests(Workspace(repo), command, env=TEST_ENV, sandbox=config.sandbox).ok
     row["wall_s"] = time.perf_counter() - started
+    row["engine"] = engine_numerics(model)  # deterministic or not: reruns compare only like with like
     return row
 
 

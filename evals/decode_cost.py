@@ -354,7 +354,7 @@ def run_decode_cost_eval(config: DecodeCostConfig, engine=None) -> dict:
                     continue
                 progress.update(bar, description=f"{task.id}: forced decode")
                 for row in measure_task(engine, prep, formats, plan.cap, model, speculative, salt):
-                    append_row(results, row)
+                    append_row(results, {**row, "engine": engine.numerics})
                     progress.advance(bar)
                 if task.id in replay_ids:
                     progress.update(bar, description=f"{task.id}: replay")

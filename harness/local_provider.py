@@ -70,6 +70,12 @@ def load(model: str, num_threads: int | None = None, **engine_options: Any) -> N
         local_engine(name, **({"num_threads": num_threads} if num_threads else {}), **engine_options)
 
 
+def engine_numerics(model: str) -> dict | None:
+    """How a loaded `local/` model's engine computes (dtype, quant, deterministic); None for others."""
+    name = local_name(model)
+    return None if name is None or name not in _engines else _engines[name].numerics
+
+
 def context_window(model: str) -> int | None:
     """A `local/` model's context length; None for hosted models (their windows dwarf our context caps)."""
     name = local_name(model)

@@ -1,5 +1,5 @@
-"""--quant / --quant-lm-head, shared by the commands that run an engine (serve, fix, eval decode-cost and
-agent)."""
+"""--quant / --quant-lm-head / --deterministic, shared by the commands that run an engine (serve, fix, eval
+decode-cost and agent)."""
 
 from __future__ import annotations
 
@@ -28,7 +28,13 @@ def add_quant_options(group) -> None:
                             f"otherwise (default: {default(EngineConfig, 'quant_lm_head')})")
 
 
+    group.add_argument("--deterministic", action="store_true", default=None,
+                       help="same input, same output: greedy text independent of batching and of the prefix "
+                            "cache (float32, no quantization, fixed summation orders; slower: bench engine "
+                            "--ours deterministic)")
+
+
 def quant_kwargs(args: argparse.Namespace) -> dict:
-    """The quantization options given, so that EngineConfig's defaults decide the rest."""
-    given = {"quant": args.quant, "quant_lm_head": args.quant_lm_head}
+    """The numerics options given, so that EngineConfig's defaults decide the rest."""
+    given = {"quant": args.quant, "quant_lm_head": args.quant_lm_head, "deterministic": args.deterministic}
     return {k: v for k, v in given.items() if v is not None}

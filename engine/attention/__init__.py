@@ -4,6 +4,8 @@
             default (faster there than eager flex, which is a dense reference, or compiled flex's start-up).
   "flex":   torch's flex_attention over the pool in place (engine/attention/flex.py), compiled to Triton on
             CUDA: the CUDA default. On CPU it runs eagerly (tests: the CUDA path's logic, run in CI).
+  "deterministic": fixed shapes and summation orders, so a query's output depends on its context alone
+            (engine/attention/deterministic.py; EngineConfig.deterministic picks it).
 """
 
 from __future__ import annotations
@@ -13,11 +15,12 @@ from typing import Literal
 import torch
 
 from deltaserve.engine.attention.cpu import CpuAttentionPlan
+from deltaserve.engine.attention.deterministic import DeterministicAttentionPlan
 from deltaserve.engine.attention.flex import FlexAttentionPlan
 from deltaserve.engine.attention.shape import AttentionShape
 from deltaserve.engine.forward_batch import AttentionPlan, Span
 
-AttentionBackend = Literal["auto", "gather", "flex"]
+AttentionBackend = Literal["auto", "gather", "flex", "deterministic"]
 
 
 def resolve_backend(backend: AttentionBackend, device: torch.device) -> str:
@@ -39,6 +42,8 @@ class Attention:
         if self.backend == "flex":
             return FlexAttentionPlan(self.shape, spans, offsets, self.block_size, self.num_slots, self.device,
                                      self.compiled)
+        if self.backend == "deterministic":
+            return DeterministicAttentionPlan(self.shape, spans, offsets, self.block_size, self.device)
         return CpuAttentionPlan(self.shape, spans, offsets, self.block_size, self.device)
 
 

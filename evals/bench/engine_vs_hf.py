@@ -41,6 +41,7 @@ VARIANTS = {
     "int4-head": {"dtype": "bfloat16", "quant": "int4", "quant_lm_head": "int4"},
     "int4-fp32": {"dtype": "float32", "quant": "int4"},  # for CPUs that emulate bf16
     "w8a8": {"dtype": "auto", "quant": "w8a8"},  # int8 weights and activations (fbgemm), the LM head int8
+    "deterministic": {"deterministic": True},  # batch- and cache-invariant: float32, fixed summation orders
     "default": {},  # EngineConfig's choice for this machine (engine/quant.py: default_dtype, preferred_quant)
 }
 DEFAULT_MODELS = "smollm2-135m,qwen2.5-coder-1.5b"

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import argparse
 import asyncio
 
 import litellm
@@ -81,3 +82,19 @@ def test_abandoned_local_stream_frees_its_blocks(local_tiny):
 def test_local_bad_request_is_a_clear_error(local_tiny):
     with pytest.raises(Exception, match="context"):
         complete(local_tiny, [{"role": "user", "content": "word " * 3000}], max_tokens=2)
+
+
+def test_a_local_engines_numerics_are_there_for_evals_to_record(tiny_llama):
+    from deltaserve.cli.quant_options import add_quant_options, quant_kwargs
+    from deltaserve.engine import Engine
+    from deltaserve.harness.local_provider import engine_numerics
+
+    parser = argparse.ArgumentParser()
+    add_quant_options(parser)
+    options = quant_kwargs(parser.parse_args(["--deterministic"]))
+    register_local_engine("tiny-deterministic", Engine.from_pretrained(str(tiny_llama), num_blocks=64,
+                                                                       **options))
+    assert engine_numerics("local/tiny-deterministic") == {
+        "dtype": "float32", "quant": "none", "attention": "deterministic", "deterministic": True}
+    assert quant_kwargs(parser.parse_args([])) == {}  # unset: EngineConfig decides
+    assert engine_numerics("openai/gpt-4o-mini") is None
