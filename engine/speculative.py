@@ -44,7 +44,7 @@ from dataclasses import dataclass, field
 import torch
 
 from deltaserve.engine.config import SPECULATIVE_METHODS
-from deltaserve.engine.draft_budget import PROBE_TOKENS, AcceptanceRate, DraftCost, worth
+from deltaserve.engine.draft_budget import PROBE_TOKENS, AcceptanceRate, DraftCost
 from deltaserve.engine.sequence import Sequence
 from deltaserve.engine.suffix_drafter import SuffixDrafter, SuffixOptions, copy_after
 from deltaserve.errors import EngineError
@@ -135,7 +135,7 @@ class _SeqState:
     def budget(self, seq: Sequence, source: str, cost: DraftCost, cap: int) -> int:
         """Draft tokens from `source` worth verifying for this request now (engine/draft_budget.py)."""
         rate = self.rates.setdefault(source, AcceptanceRate()).update(seq, source)
-        return worth(rate, cost.share, cap)
+        return cost.best_drafts(rate, cap)
 
 
 class SpeculativeDrafter:

@@ -23,7 +23,7 @@ from __future__ import annotations
 import weakref
 from dataclasses import dataclass, field
 
-from deltaserve.engine.draft_budget import PROBE_TOKENS, AcceptanceRate, DraftCost, worth
+from deltaserve.engine.draft_budget import PROBE_TOKENS, AcceptanceRate, DraftCost
 from deltaserve.engine.sequence import Sequence
 from deltaserve.engine.suffix_automaton import SuffixAutomaton
 from deltaserve.engine.suffix_store import SaltIndex, SuffixStore
@@ -75,7 +75,7 @@ class SuffixDrafter:
         m = st.g_len if use_global else st.match_len
         if m < o.min_match or k <= 0:
             return []
-        budget = worth(rate, self.cost.share, o.max_tokens)
+        budget = self.cost.best_drafts(rate, o.max_tokens)
         if budget < 1:
             if m < o.confident_match:
                 return []

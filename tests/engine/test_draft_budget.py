@@ -6,32 +6,48 @@ from __future__ import annotations
 import pytest
 
 from deltaserve.engine import SamplingParams
-from deltaserve.engine.draft_budget import PRIOR_SHARE, AcceptanceRate, DraftCost, worth
+from deltaserve.engine.draft_budget import PRIOR_SHARE, AcceptanceRate, DraftCost, best_drafts
 from deltaserve.engine.outputs import add_drafts
 from deltaserve.engine.sequence import Sequence
 from deltaserve.engine.speculative import SpeculativeDrafter
 from tests.engine.test_speculative import assert_counters_add_up, copy_model, copy_prompts  # noqa: F401
 
 
-def test_worth_is_the_last_token_whose_chance_covers_its_cost():
-    # 0.5^4 >= 0.05 > 0.5^5; a sure rate drafts the cap; a rate below the cost drafts nothing
-    assert [worth(r, 0.05, 32) for r in (0.5, 0.9, 1.0, 0.04, 0.0)] == [4, 28, 32, 0, 0]
-    assert worth(0.9, 0.5, 8) == 6 and worth(0.6, 0.5, 8) == 1  # a compute-bound pass: short drafts
+def test_drafts_go_as_far_as_tokens_per_second_grow():
+    linear = DraftCost(pinned=0.05).pass_time  # a memory-bound pass: a row is 5% of a plain pass
+    assert [best_drafts(r, linear, 32) for r in (0.9, 1.0, 0.3, 0.04, 0.0)] == [13, 32, 2, 0, 0]
+    compute_bound = DraftCost(pinned=0.5).pass_time
+    assert best_drafts(0.9, compute_bound, 8) == 3 and best_drafts(0.6, compute_bound, 8) == 1
+    assert best_drafts(0.4, compute_bound, 8) == 0  # 1.4 tokens for 1.5 passes: plain decode is faster
 
 
-def test_cost_is_learned_from_plain_and_verify_passes():
+def test_a_fixed_verify_cost_turns_drafting_off_where_it_does_not_pay():
+    """The issue's Xeon: a verify pass ~2x a plain one whatever its width. With 40% acceptance a draft
+    never pays there (the old per-row share, 1/8 of a pass, drafted 2 tokens: 1.5 tokens in 2 passes)."""
     cost = DraftCost()
-    assert cost.share == PRIOR_SHARE
+    for _ in range(5):
+        cost.observe(1, 0.117)
+        cost.observe(9, 0.240)
+        cost.observe(2, 0.230)
+    assert cost.pass_time(2) == pytest.approx(0.230 / 0.117, rel=0.01)
+    assert 0.230 / 0.117 < cost.pass_time(5) < 0.240 / 0.117  # between seen widths: on their line
+    assert cost.best_drafts(0.4, 8) == 0
+    assert cost.best_drafts(0.95, 8) == 8  # copying a file: 6.6 tokens in ~2 passes
+
+
+def test_pass_times_are_learned_from_plain_and_verify_passes():
+    cost = DraftCost()
+    assert cost.pass_time(9) == pytest.approx(1 + 8 * PRIOR_SHARE)  # nothing timed yet
     cost.observe(9, 0.5)  # a verify pass before any plain one: nothing to compare it with
-    assert cost.share == PRIOR_SHARE
+    assert cost.pass_time(9) == pytest.approx(1 + 8 * PRIOR_SHARE)
     cost.observe(1, 0.1)
-    cost.observe(9, 0.5)  # 8 more rows took 0.4 s: 0.05 s a row, half a plain pass
-    assert cost.share == pytest.approx(0.5)
+    assert cost.pass_time(9) == pytest.approx(5.0) and cost.pass_time(5) == pytest.approx(3.0)
+    assert cost.pass_time(17) == pytest.approx(9.0)  # beyond the widest seen: the same slope
     for _ in range(40):  # the machine changes (say the other core got busy): the estimate follows
         cost.observe(1, 0.2)
-        cost.observe(5, 0.24)
-    assert cost.share == pytest.approx(0.05, rel=0.05)
-    assert DraftCost(pinned=0.3).share == 0.3
+        cost.observe(9, 0.24)
+    assert cost.pass_time(9) == pytest.approx(1.2, rel=0.05)
+    assert DraftCost(pinned=0.3).pass_time(3) == pytest.approx(1.6)
 
 
 def _seq(tokens):
@@ -91,6 +107,6 @@ def test_engine_learns_its_cost_and_greedy_output_is_unchanged(make_engine, copy
     assert [o.token_ids for o in outs] == ref
     assert_counters_add_up(outs)
     cost = on.drafter.cost
-    assert cost.plain_s > 0 and cost.row_s is not None and 0 < cost.share < 1
+    assert cost.seconds[1] > 0 and len(cost.seconds) > 1  # plain passes and verify passes were timed
     pinned = make_engine(copy_model, speculative="ngram", draft_token_cost=0.2)
-    assert pinned.drafter.cost.share == 0.2
+    assert pinned.drafter.cost.pass_time(2) == pytest.approx(1.2)
