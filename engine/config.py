@@ -69,9 +69,10 @@ class EngineConfig(BaseModel):
     prompt_lookup_min: int = Field(default=2, ge=1)
     prompt_lookup_max: int = Field(default=4, ge=1)
     suffix_max_draft_tokens: int = Field(default=32, ge=1)  # a long match may draft this far
-    # A draft token's share of a decode pass (its row in the verify pass): drafts stop where the chance of
-    # reaching a token falls below it (engine/draft_budget.py). None: measured from this engine's own
-    # batch-1 passes (from ~0.01 on a memory-bound GPU to ~0.5 on a compute-bound CPU); a number pins it.
+    # A draft token's share of a decode pass (its row in the verify pass): drafts go as far as expected tokens
+    # per second grow (engine/draft_budget.py). None: the time of a pass of each width is measured from this
+    # engine's own batch-1 passes (a row ~0.01 of a pass on a memory-bound GPU, ~0.5 on a compute-bound CPU,
+    # plus any fixed cost of a verify pass); a number pins a row's share (and no fixed cost).
     draft_token_cost: float | None = Field(default=None, gt=0.0, lt=1.0)
     suffix_history_tokens: int = Field(default=65536, ge=0)  # recent outputs kept for drafting, all salts
 

@@ -20,7 +20,7 @@ from transformers import AutoTokenizer
 
 from deltaserve.engine import Engine, SamplingParams
 from deltaserve.engine.loader import resolve_model_dir
-from deltaserve.engine.openai_protocol import Prediction, usage_and_metrics
+from deltaserve.engine.server.openai_protocol import Prediction, usage_and_metrics
 from deltaserve.errors import ModelNotFoundError
 
 LOCAL_PROVIDER = "local"

@@ -11,10 +11,15 @@ from collections.abc import Iterator
 from typing import Any
 
 from deltaserve.engine.async_engine import RequestStream
-from deltaserve.engine.openai_protocol import ResponseMetrics, SamplingRequest, Usage, usage_and_metrics
 from deltaserve.engine.server.context import ServingContext
 from deltaserve.engine.server.errors import engine_failure
 from deltaserve.engine.server.metrics import ServerMetrics
+from deltaserve.engine.server.openai_protocol import (
+    ResponseMetrics,
+    SamplingRequest,
+    Usage,
+    usage_and_metrics,
+)
 from deltaserve.engine.server.prepare import sampling_params
 from deltaserve.errors import APIError, DeltaserveError, InvalidRequestError
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from deltaserve.engine.openai_protocol import (
+from deltaserve.engine.server.openai_protocol import (
     ChatChunkChoice,
     ChatCompletionChunk,
     DeltaMessage,

@@ -8,9 +8,9 @@ from typing import Annotated, Any
 from fastapi import Depends, Request
 
 from deltaserve.engine.async_engine import AsyncEngine
-from deltaserve.engine.openai_protocol import now
 from deltaserve.engine.server.limits import ServerLimits
 from deltaserve.engine.server.metrics import ServerMetrics
+from deltaserve.engine.server.openai_protocol import now
 from deltaserve.engine.server.prepare import PromptPreparer
 
 

@@ -17,10 +17,10 @@ from fastapi.responses import JSONResponse
 from pydantic import ValidationError
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
-from deltaserve.engine.openai_protocol import ErrorBody, ErrorResponse
 from deltaserve.engine.server.chunks import sse
 from deltaserve.engine.server.context import serving_context
 from deltaserve.engine.server.metrics import ServerMetrics
+from deltaserve.engine.server.openai_protocol import ErrorBody, ErrorResponse
 from deltaserve.errors import APIError, DeltaserveError, EngineOverloadedError, EngineStepError
 
 log = logging.getLogger("deltaserve.server")

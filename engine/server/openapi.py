@@ -16,8 +16,8 @@ from fastapi import FastAPI
 from fastapi.openapi.utils import get_openapi
 from pydantic import BaseModel
 
-from deltaserve.engine.openai_protocol import ErrorResponse
 from deltaserve.engine.server.context import ServingContext
+from deltaserve.engine.server.openai_protocol import ErrorResponse
 
 REF = "#/components/schemas/{model}"
 ERROR_STATUSES = {

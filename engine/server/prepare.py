@@ -15,9 +15,9 @@ from typing import Any
 
 from pydantic import ValidationError
 
-from deltaserve.engine.openai_protocol import SamplingRequest
 from deltaserve.engine.sampler import SamplingParams
 from deltaserve.engine.server.limits import ServerLimits
+from deltaserve.engine.server.openai_protocol import SamplingRequest
 from deltaserve.errors import InvalidRequestError
 
 # A token covers at most as many characters of normalized text as its vocabulary entry is long; a normalizer

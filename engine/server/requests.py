@@ -15,9 +15,9 @@ from fastapi import Request
 from pydantic import ValidationError
 from starlette.requests import ClientDisconnect
 
-from deltaserve.engine.openai_protocol import SamplingRequest
 from deltaserve.engine.server.context import ServingContext
 from deltaserve.engine.server.errors import validation_error
+from deltaserve.engine.server.openai_protocol import SamplingRequest
 from deltaserve.errors import APIError
 
 R = TypeVar("R", bound=SamplingRequest)

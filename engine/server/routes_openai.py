@@ -7,7 +7,10 @@ import time
 from fastapi import APIRouter, Request
 from fastapi.responses import JSONResponse, Response
 
-from deltaserve.engine.openai_protocol import (
+from deltaserve.engine.server.choices import submit
+from deltaserve.engine.server.chunks import ChatChunks, TextChunks
+from deltaserve.engine.server.context import Serving
+from deltaserve.engine.server.openai_protocol import (
     AssistantMessage,
     ChatChoice,
     ChatCompletionRequest,
@@ -20,9 +23,6 @@ from deltaserve.engine.openai_protocol import (
     now,
     random_id,
 )
-from deltaserve.engine.server.choices import submit
-from deltaserve.engine.server.chunks import ChatChunks, TextChunks
-from deltaserve.engine.server.context import Serving
 from deltaserve.engine.server.openapi import error_responses, request_body
 from deltaserve.engine.server.requests import read_request
 from deltaserve.engine.server.streaming import event_stream, run_to_end

@@ -12,11 +12,11 @@ from fastapi import Request
 from fastapi.responses import StreamingResponse
 
 from deltaserve.engine.async_engine import RequestStream
-from deltaserve.engine.openai_protocol import ResponseMetrics, Usage
 from deltaserve.engine.server.choices import Choices
 from deltaserve.engine.server.chunks import DONE
 from deltaserve.engine.server.errors import engine_failure, error_event, to_api_error
 from deltaserve.engine.server.metrics import ServerMetrics
+from deltaserve.engine.server.openai_protocol import ResponseMetrics, Usage
 from deltaserve.errors import APIError, EngineStepError
 
 DISCONNECT_POLL_S = 0.25  # how often a non-streaming request checks whether its client is still there
