@@ -6,15 +6,27 @@
 - go test: "--- FAIL: TestX" / "--- PASS: TestX" lines (passes are printed with -v only);
 - jest / vitest: "Tests: 1 failed, 2 passed, 3 total" / "Tests  1 failed | 2 passed (3)";
 - TAP (`node --test`, prove, tap): node's "# pass N" / "# fail N", else the top-level "ok" / "not ok" lines.
-Anything else counts nothing; the caller goes by the exit code then."""
+Anything else counts nothing; the caller goes by the exit code then. Terminal colour codes are taken out
+first (`without_ansi`): a project whose pytest config says `--color=yes` colours its summary and FAILED
+lines."""
 
 from __future__ import annotations
 
 import re
 
-_SUMMARY_LINE = re.compile(r"^=*\s*(?P<body>(?:\d+ \w+(?:, )?)+)(?: in [\d.]+s.*)?\s*=*\s*$")
-_COUNT = re.compile(r"(\d+) (passed|failed|errors?|skipped|xfailed|xpassed|deselected|warnings?)")
-_FAILED_ID = re.compile(r"^(?:FAILED|ERROR) ([^\s(]\S*)")  # not unittest's verdict "FAILED (failures=1)"
+# colours and cursor moves (CSI: ESC [ ... final byte), titles and links (OSC: ESC ] ... BEL or ESC \),
+# character sets (`tput sgr0` says ESC ( B) and the other two-byte escapes (ESC and one byte in @-_)
+_ANSI = re.compile(r"\x1b(?:\[[0-?]*[ -/]*[@-~]|\][^\x07\x1b\n]*(?:\x07|\x1b\\)?|[()][0-9A-Za-z]|[@-_])")
+
+# pytest's counts ("3 failed, 10 passed"); pytest 9 adds "5 subtests passed" (a failed subtest is in "failed")
+_PYTEST_COUNTS = r"(?:\d+ (?:subtests )?\w+(?:, )?)+"
+_SUMMARY_LINE = re.compile(rf"^=*\s*(?P<body>{_PYTEST_COUNTS})(?: in [\d.]+s.*)?\s*=*\s*$")
+_COUNT = re.compile(r"(\d+) (?:subtests )?"
+                    r"(passed|failed|errors?|skipped|xfailed|xpassed|deselected|warnings?)")
+# "FAILED t.py::test_x - ...", "ERROR t.py::test_x", pytest 9's "SUBFAILED[msg] (i=1) t.py::test_x - ..."
+# (the id is the first word with a "::" after the subtest's description); not unittest's verdict
+# "FAILED (failures=1)"
+_FAILED_ID = re.compile(r"^(?:(?:FAILED|ERROR) |SUBFAILED.*? (?=[^\s(]\S*::))([^\s(]\S*)")
 
 _RAN = re.compile(r"^Ran (\d+) tests? in ", re.MULTILINE)
 _VERDICT = re.compile(r"^(?:OK|FAILED)(?: \((?P<counts>[^)]*)\))?\s*$", re.MULTILINE)
@@ -28,8 +40,14 @@ _NODE_ID_NAMES = re.compile(r"::(\w+)(?:::(\w+))?")
 Counts = tuple[int, int, int, list[str]]  # passed, failed, errors, failing test ids
 
 
+def without_ansi(output: str) -> str:
+    """`output` without terminal escape codes, which neither the parsers nor the model should read."""
+    return _ANSI.sub("", output) if "\x1b" in output else output
+
+
 def failing_test_names(output: str) -> list[str]:
     """The test functions (and their classes) the output names: pytest node ids, unittest's headers."""
+    output = without_ansi(output)
     names = [n for m in _NODE_ID_NAMES.finditer(output) for n in m.groups() if n]
     for name, where in _UNITTEST_HEADER.findall(output):
         parts = where.split(".")
@@ -39,6 +57,7 @@ def failing_test_names(output: str) -> list[str]:
 
 def parse_test_output(output: str) -> Counts:
     """The counts of the first runner whose summary the output holds (module docstring), else zeros."""
+    output = without_ansi(output)
     for parse in (parse_pytest_output, parse_unittest_output, parse_cargo_output, parse_go_output,
                   parse_jest_output, parse_tap_output):
         counts = parse(output)
@@ -48,25 +67,30 @@ def parse_test_output(output: str) -> Counts:
 
 
 def parse_pytest_output(output: str) -> Counts:
-    """(passed, failed, errors, failing test ids) from pytest's final summary and its FAILED/ERROR lines."""
-    passed = failed = errors = 0
-    for line in reversed(output.splitlines()):
-        line = line.strip()
-        if _SUMMARY_LINE.match(line) and _COUNT.search(line):
-            for n, word in _COUNT.findall(line):
-                if word == "passed":
-                    passed = int(n)
-                elif word == "failed":
-                    failed = int(n)
-                elif word.startswith("error"):
-                    errors = int(n)
-            break
+    """(passed, failed, errors, failing test ids) from pytest's final summary and its FAILED/ERROR lines;
+    subtests count as tests (pytest counts a failed one in "failed" already, so "subtests passed" goes with
+    "passed")."""
+    counts = _pytest_summary(output)
+    passed, failed = counts.get("passed", 0), counts.get("failed", 0)
+    errors = counts.get("error", 0) + counts.get("errors", 0)
     ids = []
     for line in output.splitlines():
         m = _FAILED_ID.match(line)
         if m and m.group(1) not in ids:
             ids.append(m.group(1))
     return passed, failed, errors, ids
+
+
+def _pytest_summary(output: str) -> dict[str, int]:
+    """word -> count from pytest's last summary line, "subtests passed" added to "passed"."""
+    for line in reversed(output.splitlines()):
+        line = line.strip()
+        if _SUMMARY_LINE.match(line) and _COUNT.search(line):
+            counts: dict[str, int] = {}
+            for n, word in _COUNT.findall(line):
+                counts[word] = counts.get(word, 0) + int(n)
+            return counts
+    return {}
 
 
 def parse_unittest_output(output: str) -> Counts:
@@ -140,7 +164,7 @@ def parse_tap_output(output: str) -> Counts:
 
 # how long a run took, as each runner's summary says it (so the same failure reads the same every run)
 _DURATIONS = [
-    (re.compile(r"^(=*\s*(?:\d+ \w+(?:, )?)+) in [\d.]+s(?: \(\d+:\d\d:\d\d\))?(\s*=*)$", re.MULTILINE),
+    (re.compile(rf"^(=*\s*{_PYTEST_COUNTS}) in [\d.]+s(?: \(\d+:\d\d:\d\d\))?(\s*=*)$", re.MULTILINE),
      r"\1\2"),  # pytest
     (re.compile(r"^(Ran \d+ tests?) in [\d.]+s$", re.MULTILINE), r"\1"),  # unittest
     (re.compile(r"(; \d+ filtered out); finished in [\d.]+s$", re.MULTILINE), r"\1"),  # cargo

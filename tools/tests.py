@@ -4,8 +4,10 @@ The command runs in a new session (so in its own process group). On timeout the 
 then SIGKILL after a short grace; the group is also killed after a normal exit, so stray children
 (`sleep 1000 &` in a test) never outlive the run. Output is read continuously and only a head and a tail
 are kept, so a test printing gigabytes costs constant memory and the model sees both ends; past
-`max_output_bytes` the group is killed, so it costs no more time either. The command runs in a sandbox
-(sandbox.py: bubblewrap by default when it works here) and the result says which one.
+`max_output_bytes` the group is killed, so it costs no more time either, and the output ends with a note
+saying so. Terminal colour codes (a pytest config's `--color=yes`) are taken out of what is kept. The
+command runs in a sandbox (sandbox.py: bubblewrap by default when it works here) and the result says which
+one.
 
 The workspace's own code comes first on PYTHONPATH (its root, and `src/` or `lib/` where they hold a
 package; the same for a monorepo's projects): a project installed in editable mode maps its imports to
@@ -26,7 +28,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from deltaserve.tools.sandbox import Sandbox, choose
-from deltaserve.tools.test_output import parse_test_output
+from deltaserve.tools.test_output import parse_test_output, without_ansi
 from deltaserve.tools.workspace import Workspace
 
 DEFAULT_COMMAND = "python -m pytest -q"
@@ -175,15 +177,18 @@ class _CappedReader(threading.Thread):
                     del self.tail[: len(self.tail) - self.tail_bytes]
 
     def text(self) -> tuple[str, bool]:
+        """(head + a note on what was cut + tail, whether anything was cut); a note on the limit last."""
         tail = bytes(self.tail[-self.tail_bytes :])
         cut = self.total - len(self.head) - len(tail)
         head_s = self.head.decode("utf-8", errors="replace")
         tail_s = tail.decode("utf-8", errors="replace")
+        stopped = (f"\n[stopped: the output passed the limit of {self.limit} bytes, so the test process "
+                   "group was killed]\n") if self.limit_exceeded else ""
         if cut <= 0:
-            return head_s + tail_s, False
+            return head_s + tail_s + stopped, False
         shown = f"showing the first {len(self.head)} and last {len(tail)}"
         note = f"\n[... {cut} bytes of output cut; {shown} ...]\n"
-        return head_s + note + tail_s, True
+        return head_s + note + tail_s + stopped, True
 
 
 def _group_alive(pgid: int) -> bool:
@@ -278,6 +283,7 @@ def run_tests(
         box.finish(ws.root)
     duration = time.monotonic() - start
     output, truncated = reader.text()
+    output = without_ansi(output)  # for the parsers and the model alike (`--color=yes` in a pytest config)
     passed, failed, errors, ids = parse_test_output(output)
     return TestResult(
         exit_code=proc.returncode, passed=passed, failed=failed, errors=errors, failing_tests=ids,
