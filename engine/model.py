@@ -20,6 +20,7 @@ from deltaserve.engine.errors import EngineError
 from deltaserve.engine.forward_batch import ForwardBatch
 from deltaserve.engine.kv_cache import KVCache
 from deltaserve.engine.linear import DenseLinear, prepack_works
+from deltaserve.engine.packing import Packer
 from deltaserve.engine.quant import (
     HeadQuant,
     QuantMode,
@@ -143,29 +144,31 @@ class LlamaModel:
         self.weights_file = stored.path  # the weight cache file the model was read from, or None
         self.embed = self._take(stored, "embed")  # on CPU a view of that file: only the rows read are loaded
         self.final_norm = self._take(stored, "final_norm")
-        self.lm_head = self._linear(stored, "lm_head")
-        self.layers = [self._layer(stored, f"layers.{i}.") for i in range(self.num_layers)]
+        with Packer() as packer:  # fbgemm packs on worker threads while the next weights are read
+            self.lm_head = self._linear(stored, "lm_head", packer)
+            self.layers = [self._layer(stored, f"layers.{i}.", packer) for i in range(self.num_layers)]
         self.cos, self.sin = rope_tables(c, self.head_dim, max_positions, dtype, self.device)
         self.max_positions = max_positions
 
     def _take(self, stored: ConvertedWeights, name: str) -> torch.Tensor:
         return stored.tensors.view(name).to(self.device)
 
-    def _linear(self, stored: ConvertedWeights, name: str):
+    def _linear(self, stored: ConvertedWeights, name: str, packer: Packer | None = None):
         spec = stored.linears[name]
         if spec["mode"] == "tied":
             return DenseLinear(self.embed)  # the lookup table itself
-        return linear_from_parts(Scoped(stored.tensors, name), spec, self.dtype, self.device, self.prepack)
+        return linear_from_parts(Scoped(stored.tensors, name), spec, self.dtype, self.device, self.prepack,
+                                 packer=packer)
 
-    def _layer(self, stored: ConvertedWeights, p: str) -> Layer:
+    def _layer(self, stored: ConvertedWeights, p: str, packer: Packer | None = None) -> Layer:
         layer = Layer()
         layer.in_norm = self._take(stored, p + "in_norm")
         layer.post_norm = self._take(stored, p + "post_norm")
         layer.qk_norm = self._take(stored, p + "qk_norm") if p + "qk_norm" in stored.tensors else None
-        layer.qkv = self._linear(stored, p + "qkv")  # q's rows carry the attention scale (engine/convert.py)
-        layer.o = self._linear(stored, p + "o")
-        layer.gu = self._linear(stored, p + "gu")
-        layer.down = self._linear(stored, p + "down")
+        layer.qkv = self._linear(stored, p + "qkv", packer)  # q's rows carry the attention scale (convert.py)
+        layer.o = self._linear(stored, p + "o", packer)
+        layer.gu = self._linear(stored, p + "gu", packer)
+        layer.down = self._linear(stored, p + "down", packer)
         return layer
 
     def linears(self) -> list:

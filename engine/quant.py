@@ -19,9 +19,12 @@ time for the 1.5B model's layers on an AVX2-only EPYC, 1.15x on an AVX-512 Xeon)
 runs at the memory bandwidth (README, "CPU decode").
 The weight-only kernels are slow for many rows, so they keep a dense copy of their *dequantized* weight
 and hand calls of more than `max_rows` rows to it: prefill keeps its speed and both paths compute the
-same model. fbgemm's GEMM is as fast as a float32 matmul for many rows, so a dynamic int8 linear keeps a
-dense copy only where bf16 matmuls are native (oneDNN's prepacked bf16 is faster there).
-Scales and zeros are stored in the activation dtype (the weight-only kernels require it).
+same model. A dynamic int8 linear keeps none: fbgemm's GEMM, 256 rows at a time, ran the 1.5B model's
+layers 15-35% faster than oneDNN's prepacked bf16 from 9 to 2,048 rows (1 thread, 2-core AVX-512 EPYC),
+and the copy doubled the weights' memory (9.6 GB peak for the 1.5B model with it).
+What a linear stores (`quantize_parts`: int8/int4 weights, scales, row sums) is what the weight cache
+(engine/weight_cache.py) keeps on disk; the kernels' packings are made from it at load (`from_parts`).
+The int4 and int8 weight-only kernels' scales are in the activation dtype (the kernels require it).
 """
 
 from __future__ import annotations
@@ -36,6 +39,7 @@ import torch
 
 from deltaserve.engine.errors import EngineError
 from deltaserve.engine.linear import DenseLinear, prepack_works
+from deltaserve.engine.packing import Packer
 from deltaserve.engine.tensor_file import TensorDict
 
 log = logging.getLogger(__name__)
@@ -51,18 +55,31 @@ INT4_N_MULTIPLE = 16  # the int4 packing needs out_features % 16 == 0
 # speculative verify spans (1 + 8 drafts) and prefill chunks run dense.
 MAX_QUANT_ROWS = 4
 QUANT_CHUNK_ROWS = 8192  # rows quantized at once (a float32 copy of 8,192 x 1,536 is 50 MB)
+# Rows per int8 GEMM of a longer call (prefill): the float32 result of a chunk stays in cache and is all the
+# scratch a call holds (the 1.5B model's gate/up at 2,048 rows: 18 MB, not 147 MB), and it runs 1.2-1.5x
+# faster than one GEMM over all rows (1 thread, 2-core AVX-512 EPYC).
+ROW_CHUNK = 256
+# A dynamic linear with more output rows than this is packed in parts of this many: fbgemm's packing costs
+# ~5 ns a weight up to ~8k rows and ~10 ns for the 152k-row head whole; a part costs ~30 us a call.
+PACK_MAX_ROWS = 16384
 
 
 def fast_bf16(device: torch.device) -> bool:
-    """bf16 matmuls run natively here (oneDNN's bf16 path: AVX-512 or AMX on CPU; always on CUDA). Without
-    them a bf16 matmul is emulated: 6.6x slower than float32 for 1,024 rows on an AVX2-only EPYC."""
+    """bf16 matmuls run natively here (oneDNN's bf16 path: AVX-512 or AMX on CPU; compute capability 8.0
+    and later on CUDA). Without them a bf16 matmul is emulated: 6.6x slower than float32 for 1,024 rows on
+    an AVX2-only EPYC; on a V100 or T4 torch emulates it too."""
+    if device.type == "cuda":
+        return torch.cuda.is_available() and torch.cuda.is_bf16_supported(including_emulation=False)
     return device.type != "cpu" or prepack_works(torch.bfloat16, device)
 
 
 def default_dtype(device: torch.device) -> torch.dtype:
     """dtype "auto": bf16 where its matmuls are native (faster than float32 for decode and prefill: `bench
-    engine --ours fp32,bf16`), float32 on CPUs that would emulate bf16."""
-    return torch.bfloat16 if fast_bf16(device) else torch.float32
+    engine --ours fp32,bf16`); else float16 on CUDA (native on every CUDA GPU; vLLM's choice there too) and
+    float32 on CPUs."""
+    if fast_bf16(device):
+        return torch.bfloat16
+    return torch.float16 if device.type == "cuda" else torch.float32
 
 
 def preferred_quant(device: torch.device) -> QuantMode:
@@ -150,7 +167,8 @@ def weight_levels() -> int:
     return 127 if torch.allclose(got, torch.full_like(got, 127.0 * k)) else 63
 
 
-def dynamic_int8_mm(x: torch.Tensor, packed, row_sums: torch.Tensor) -> torch.Tensor:
+def dynamic_int8_mm(x: torch.Tensor, packed, row_sums: torch.Tensor,
+                    out_dtype: torch.dtype = torch.float32) -> torch.Tensor:
     """x @ W.T in float32 with each row of x quantized to 8 bits on its own range [min, max], so a row's
     result does not depend on the rows beside it (the two paths below use the same levels, up to float
     rounding at a level's midpoint); `row_sums` is W's
@@ -162,17 +180,34 @@ def dynamic_int8_mm(x: torch.Tensor, packed, row_sums: torch.Tensor) -> torch.Te
     faster than a call per row on that EPYC; the 135M model's from 3 rows), each row mapped onto [0, 1]
     by its grid, one int8 GEMM, mapped back:
     x = lo + span * x01, so x @ W.T = span * (x01 @ W.T) + lo * row_sums. The grid matters: symmetric rows
-    cost SmolLM2-135M 4.6% perplexity, a row's plain min-max range 3.3%, this one 1.5% (1,024 tokens)."""
-    x = x.float()
+    cost SmolLM2-135M 4.6% perplexity, a row's plain min-max range 3.3%, this one 1.5% (1,024 tokens).
+    `packed`: one packing or a sequence of them over consecutive output rows (a long head packs faster in
+    parts: engine/packing.py). Calls of more than ROW_CHUNK rows (prefill) run a chunk at a time into one
+    `out_dtype` result."""
+    parts = packed if isinstance(packed, list | tuple) else (packed,)
     rows = x.shape[0]
     if rows == 1:
-        return _linear_dynamic()(x, packed, False)
+        x = x.float()
+        y = [_linear_dynamic()(x, p, False) for p in parts]
+        return (y[0] if len(y) == 1 else torch.cat(y, 1)).to(out_dtype)
+    if rows <= ROW_CHUNK:
+        return _grid_mm(x, parts, row_sums).to(out_dtype)
+    out = torch.empty(rows, row_sums.shape[0], dtype=out_dtype)
+    for i in range(0, rows, ROW_CHUNK):
+        out[i:i + ROW_CHUNK] = _grid_mm(x[i:i + ROW_CHUNK], parts, row_sums)
+    return out
+
+
+def _grid_mm(x: torch.Tensor, parts, row_sums: torch.Tensor) -> torch.Tensor:
+    """dynamic_int8_mm's many-row path, float32 out; x in any float dtype (the arithmetic is float32)."""
     lo, hi = x.aminmax(dim=-1, keepdim=True)
+    lo, hi = lo.float(), hi.float()
     step = ((hi.clamp_(min=0) - lo.clamp_(max=0)) / 255).clamp_(min=torch.finfo(torch.float32).tiny)
     lo = (lo / step).round_().mul_(step)  # zero on the grid, as fbgemm's own choice of range puts it
     span = 255 * step
-    x01 = (x - lo) / span
-    y = _linear_q_dq()(x01, 1.0 / 255, 0, packed)
+    x01 = torch.sub(x, lo).div_(span)  # one float32 copy of x
+    y = [_linear_q_dq()(x01, 1.0 / 255, 0, p) for p in parts]
+    y = y[0] if len(y) == 1 else torch.cat(y, 1)
     return y.mul_(span).addmm_(lo, row_sums[None, :])
 
 
@@ -287,14 +322,16 @@ class QuantizedLinear:
 
     @classmethod
     def from_parts(cls, parts, mode: QuantMode, dtype: torch.dtype, keep_dense: bool = True,
-                   prepack: bool = False, max_rows: int = MAX_QUANT_ROWS, dynamic: bool = False):
-        """From quantize_parts' tensors, `parts` a TensorFile-like (view / read by name)."""
+                   prepack: bool = False, max_rows: int = MAX_QUANT_ROWS, dynamic: bool = False,
+                   packer: Packer | None = None):
+        """From quantize_parts' tensors, `parts` a TensorFile-like (view / read by name); fbgemm's packing
+        runs on `packer`'s threads where one is given (done when its `with` block ends)."""
         self = cls.__new__(cls)
-        self._build(parts, mode, dtype, keep_dense, prepack, max_rows, dynamic)
+        self._build(parts, mode, dtype, keep_dense, prepack, max_rows, dynamic, packer)
         return self
 
     def _build(self, parts, mode: QuantMode, dtype: torch.dtype, keep_dense: bool, prepack: bool,
-               max_rows: int, dynamic: bool) -> None:
+               max_rows: int, dynamic: bool, packer: Packer | None = None) -> None:
         self.mode, self.max_rows = mode, max_rows
         self.dynamic = dynamic and mode == "int8"
         self.bias = parts.view("bias") if "bias" in parts else None
@@ -312,7 +349,13 @@ class QuantizedLinear:
             q, scales = parts.read("q"), parts.read("scales")
             n, k = q.shape
             self.group_size, self.scales = 0, scales.to(dtype)
-            self.packed = pack_dynamic_int8(q, scales)
+            blocks = zip(q.split(PACK_MAX_ROWS), scales.split(PACK_MAX_ROWS), strict=True)
+            if packer is None:
+                self.packed = tuple(pack_dynamic_int8(qq, ss) for qq, ss in blocks)
+            else:
+                self.packed = [packer.submit(pack_dynamic_int8, qq, ss) for qq, ss in blocks]
+                packer.defer(self)
+            del q
             self.row_sums = parts.read("row_sums")
             packed_bytes = n * k  # fbgemm's packing hides its size
         elif mode == "int8":  # the kernel reads the stored int8 weight as it is (a view of the cache file)
@@ -328,14 +371,14 @@ class QuantizedLinear:
 
     def _kernel(self, x: torch.Tensor) -> torch.Tensor:
         if self.dynamic:
-            return dynamic_int8_mm(x, self.packed, self.row_sums).to(x.dtype)
+            return dynamic_int8_mm(x, self.packed, self.row_sums, x.dtype)
         if self.mode == "int4":
             return torch.ops.aten._weight_int4pack_mm_for_cpu(x, self.packed, self.group_size, self.scales)
         return torch.ops.aten._weight_int8pack_mm(x, self.packed, self.scales)
 
     def __call__(self, x: torch.Tensor) -> torch.Tensor:
-        if self.dynamic and x.shape[0] == 1 and x.dtype == torch.float32:
-            y = _linear_dynamic()(x, self.packed, False)  # dynamic_int8_mm's row path, minus ~6 us of Python
+        if self.dynamic and x.shape[0] == 1 and x.dtype == torch.float32 and len(self.packed) == 1:
+            y = _linear_dynamic()(x, self.packed[0], False)  # dynamic_int8_mm row path, less ~6 us of Python
         elif self.dense is not None and x.shape[0] > self.max_rows:
             return self.dense(x)
         else:
@@ -368,12 +411,12 @@ def quantize_linear(weight: torch.Tensor, bias: torch.Tensor | None, dtype: torc
 
 
 def linear_from_parts(parts, spec: dict, dtype: torch.dtype, device: torch.device, prepack: bool,
-                      keep_dense: bool = True):
+                      keep_dense: bool = True, packer: Packer | None = None):
     """The linear quantize_linear described, from its parts (a TensorFile-like: view / read by name)."""
     if spec["mode"] == "none":
         return DenseLinear.from_parts(parts, device, prepack)
     return QuantizedLinear.from_parts(parts, spec["mode"], dtype, keep_dense, prepack,
-                                      dynamic=spec["dynamic"])
+                                      dynamic=spec["dynamic"], packer=packer)
 
 
 def make_linear(weight: torch.Tensor, bias: torch.Tensor | None, dtype: torch.dtype, quant: QuantMode,

@@ -9,21 +9,29 @@ printed side by side with the ratios (not a test: the numbers depend on the mach
 Each of our variants is loaded alone (the 1.5B model's three would not fit in memory together) and measured
 `--repeats` times, interleaved with llama.cpp and HF in the same rounds so that background load hits all of
 them; every figure is a median. llama.cpp is skipped (with a note) when llama-cpp-python is not installed or
-the model is not a GGUF; HF runs where it is cheap (`--hf auto`: checkpoints up to 1 GB).
+the model is not a GGUF; HF runs where it is cheap (`--hf auto`: checkpoints up to 1 GB). A variant this
+machine cannot run (w8a8 without fbgemm) is reported as such. After the timed rounds, each of our variants
+and llama.cpp run once more in a process of their own (evals/bench/engine_memory.py: load, prefill the
+2,000-token prompt, decode 32) for their peak resident memory and load time (ours from the converted-weights
+cache by then: a second start's).
 """
 
 from __future__ import annotations
 
 import argparse
 import gc
+import json
 import statistics
 import sys
+import tempfile
 import time
+from pathlib import Path
 
 import torch
 
-from deltaserve.engine import Engine, ModelNotFoundError, SamplingParams
+from deltaserve.engine import Engine, EngineError, ModelNotFoundError, SamplingParams
 from deltaserve.engine.loader import resolve_model_dir
+from deltaserve.evals.bench.engine_memory import engine_kwargs, measure_in_child
 from deltaserve.evals.bench.llama_cpp import open_llama_cpp
 from deltaserve.evals.bench.reference import hf_generate_s, hf_model, synthetic_prompt
 from deltaserve.evals.bench.table import table
@@ -91,10 +99,8 @@ def variant_settings(variant: str, group_size: int | None) -> dict:
 
 
 def load_ours(model: str, variant: str, group_size: int | None = None) -> Engine:
-    blocks = -(-(LONG + DECODE_TOKENS + 8) // 16) + 4  # one 2,000-token request, nothing more
-    return Engine.from_pretrained(model, **variant_settings(variant, group_size), enable_prefix_caching=False,
-                                  speculative="off", max_num_batched_tokens=2048, max_num_seqs=1,
-                                  num_blocks=blocks)  # plain batch-1 decode, like the others
+    # one 2,000-token request's KV, plain batch-1 decode, like the others
+    return Engine.from_pretrained(model, **variant_settings(variant, group_size), **engine_kwargs(LONG))
 
 
 class Samples:
@@ -126,7 +132,7 @@ def hf_wanted(model: str, mode: str) -> bool:
 
 
 def bench_model(model: str, variants: list[str], threads: int, repeats: int, hf_mode: str,
-                group_sizes: list[int] | None = None) -> None:
+                group_sizes: list[int] | None = None, memory_mode: bool = True) -> None:
     torch.set_num_threads(threads)
     notes: list[str] = []
     refs: dict = {}
@@ -138,10 +144,17 @@ def bench_model(model: str, variants: list[str], threads: int, repeats: int, hf_
     hf = hf_model(model, "bfloat16") if hf_wanted(model, hf_mode) else None
     if hf is not None:
         refs["HF bf16"] = lambda ids: hf_prefill_decode(hf, ids)
-    samples, weights_mb = Samples(), {}
+    samples, weights_mb, settings, long = Samples(), {}, {}, None
     for variant, group_size in variant_plan(variants, group_sizes):
-        eng = load_ours(model, variant, group_size)
         column = f"ours {variant_name(variant, group_size)}"
+        try:
+            eng = load_ours(model, variant, group_size)
+        except EngineError as exc:  # e.g. w8a8 where fbgemm does not run
+            if isinstance(exc, ModelNotFoundError):
+                raise
+            notes.append(f"{column}: not supported here: {exc.message}")
+            continue
+        settings[column] = variant_settings(variant, group_size)
         decode_bytes, kept_bytes = eng.model.weight_bytes()
         weights_mb[column] = f"{decode_bytes / 2**20:,.0f} / {kept_bytes / 2**20:,.0f}"
         short, long = synthetic_prompt(eng, SHORT), synthetic_prompt(eng, LONG)
@@ -154,11 +167,21 @@ def bench_model(model: str, variants: list[str], threads: int, repeats: int, hf_
         gc.collect()
     if lcpp is not None:
         lcpp.close()
-    print_tables(model, threads, repeats, samples, weights_mb, notes)
+        settings["llama.cpp"] = None
+    memory = measure_memory(model, settings, long, threads) if memory_mode and long else {}
+    print_tables(model, threads, repeats, samples, weights_mb, notes, memory)
+
+
+def measure_memory(model: str, settings: dict, ids: list[int], threads: int) -> dict[str, dict | str]:
+    """column -> {"load_s", "peak_rss_mb"} (or why not), each from a process of its own."""
+    with tempfile.TemporaryDirectory() as tmp:
+        ids_file = Path(tmp) / "ids.json"
+        ids_file.write_text(json.dumps(ids))
+        return {column: measure_in_child(model, ids_file, threads, s) for column, s in settings.items()}
 
 
 def print_tables(model: str, threads: int, repeats: int, samples: Samples, weights_mb: dict,
-                 notes: list[str]) -> None:
+                 notes: list[str], memory: dict | None = None) -> None:
     columns = list(dict.fromkeys(c for c, _ in samples.values))
     columns = [c for c in columns if c.startswith("HF")] + [c for c in columns if not c.startswith("HF")]
     rows = []
@@ -166,6 +189,13 @@ def print_tables(model: str, threads: int, repeats: int, samples: Samples, weigh
                        ("decode ms/token at ~2,000 ctx", "d2k")):
         rows.append([label] + [_cell(samples.median(c, key)) for c in columns])
     rows.append(["weights MB: read per token / held"] + [weights_mb.get(c, "") for c in columns])
+    memory = memory or {}
+    for label, key, fmt in (("peak resident MB (load, prefill 2,000, decode 32)", "peak_rss_mb", "{:,.0f}"),
+                            ("load s (a new process; ours: weights cached)", "load_s", "{:.1f}")):
+        got = [memory.get(c) for c in columns]
+        if any(isinstance(m, dict) for m in got):
+            rows.append([label] + [fmt.format(m[key]) if isinstance(m, dict) else "" for m in got])
+    notes = notes + [f"{c}: memory run failed: {m}" for c, m in memory.items() if isinstance(m, str)]
     print(table(f"\n{model}, batch 1, greedy, {threads} threads, median of {repeats} (ours each with the "
                 f"references of its rounds)", [""] + columns, rows), flush=True)
     ours = [c for c in columns if c.startswith("ours")]
@@ -191,10 +221,10 @@ def _ratio(ours: float | None, ref: float | None, key: str) -> str:
 
 
 def bench_engine(models: list[str], variants: list[str], threads: int, repeats: int, hf_mode: str,
-                 group_sizes: list[int] | None = None) -> None:
+                 group_sizes: list[int] | None = None, memory_mode: bool = True) -> None:
     for model in models:
         try:
-            bench_model(model, variants, threads, repeats, hf_mode, group_sizes)
+            bench_model(model, variants, threads, repeats, hf_mode, group_sizes, memory_mode)
         except ModelNotFoundError as exc:
             print(f"\n{model}: skipped, {exc.message}", flush=True)
 
@@ -216,6 +246,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help="HF generate() column: auto = for checkpoints up to 1 GB (default: %(default)s)")
     parser.add_argument("--threads", type=int, default=2,
                         help="threads for all of them (default: %(default)s)")
+    parser.add_argument("--memory", choices=["on", "off"], default="on",
+                        help="peak resident memory and load time of each column, one new process each "
+                             "(default: %(default)s)")
     parser.add_argument("--repeats", type=int, default=3,
                         help="timed rounds per variant, the median is shown (default: %(default)s)")
 
@@ -232,7 +265,8 @@ def run(args) -> int:
               file=sys.stderr)
         return 2
     group_sizes = [int(g) for g in comma_list(args.group_sizes)] if args.group_sizes else None
-    bench_engine(comma_list(args.model), variants, args.threads, args.repeats, args.hf, group_sizes)
+    bench_engine(comma_list(args.model), variants, args.threads, args.repeats, args.hf, group_sizes,
+                 args.memory == "on")
     return 0
 
 

@@ -135,7 +135,15 @@ def test_resolve_quant():
 
 def test_default_dtype_follows_native_bf16():
     assert default_dtype(CPU) == (torch.bfloat16 if fast_bf16(CPU) else torch.float32)
-    assert default_dtype(torch.device("cuda")) == torch.bfloat16
+    cuda = torch.device("cuda")
+    assert default_dtype(cuda) == (torch.bfloat16 if fast_bf16(cuda) else torch.float16)
+
+
+@pytest.mark.parametrize("bf16", [True, False])
+def test_cuda_takes_bf16_only_where_it_is_native(monkeypatch, bf16):
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: True)
+    monkeypatch.setattr(torch.cuda, "is_bf16_supported", lambda including_emulation=True: bf16)
+    assert default_dtype(torch.device("cuda")) == (torch.bfloat16 if bf16 else torch.float16)
 
 
 def test_default_kv_pool_holds_as_many_tokens_in_float32():
