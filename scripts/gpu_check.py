@@ -229,8 +229,16 @@ def main(argv: list[str] | None = None) -> int:
     if args.device == "cuda" and not torch.cuda.is_available():
         print("gpu_check: torch sees no CUDA device", file=sys.stderr)
         return 2
+    kernel = flex_module.flex_attention
     if args.device == "cpu":  # flex is one compiled kernel on CUDA; on CPU, eager and counted as one op
-        flex_module.flex_attention = HostSyncCounter.opaque(flex_module.flex_attention)
+        flex_module.flex_attention = HostSyncCounter.opaque(kernel)
+    try:
+        return run_checks(args)
+    finally:
+        flex_module.flex_attention = kernel
+
+
+def run_checks(args: argparse.Namespace) -> int:
     report = {"torch": torch.__version__, "python": platform.python_version(), "device": args.device,
               "shape": args.shape}
     if args.device == "cuda":

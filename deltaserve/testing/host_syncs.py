@@ -78,6 +78,9 @@ class HostSyncCounter(TorchDispatchMode):
     def opaque(kernel):
         """`kernel` run unobserved and counted as one op ("kernel"): for a compiled kernel such as flex
         attention, which is one launch on CUDA and refuses to be traced under a dispatch mode."""
+        if getattr(kernel, "opaque", False):  # already counted as one
+            return kernel
+
         def run(*args, **kwargs):
             mode = _current_counter()
             if mode is None:
@@ -85,6 +88,7 @@ class HostSyncCounter(TorchDispatchMode):
             mode.ops["kernel"] += 1
             with _disable_current_modes():
                 return kernel(*args, **kwargs)
+        run.opaque = True
         return run
 
     @property
