@@ -210,12 +210,17 @@ class Engine:
         if self.drafter is not None:
             self._propose_drafts()
         plan = self.scheduler.schedule()
-        if plan.spans:
-            outputs += self._postprocess(plan.spans, self._run(plan.spans))
-        return outputs
+        if not plan.spans:
+            return outputs
+        try:
+            sampled = self._run(plan.spans)
+        except Exception as exc:  # the whole pass failed: fail its requests, keep the engine alive
+            log.exception("forward pass failed")
+            return outputs + self._fail(plan.spans, f"forward pass failed: {type(exc).__name__}: {exc}")
+        return outputs + self._postprocess(plan.spans, sampled)
 
-    def _run(self, scheduled: list[ScheduledSpan]) -> list[list[int]] | Exception:
-        """Each span's sampled tokens (one per wanted row), or the exception that failed the whole pass."""
+    def _run(self, scheduled: list[ScheduledSpan]) -> list[list[int]]:
+        """Each span's sampled tokens, one per wanted row (the model runner: inputs, forward, sampling)."""
         spans = [self._span(sp) for sp in scheduled]
         rows = [(sp.seq, j) for sp, span in zip(scheduled, spans, strict=True)
                 for j in range(len(span.logits_offsets))]
@@ -223,11 +228,7 @@ class Engine:
                       else position_generator(seq.seed, seq.num_output_tokens + j, self.device)
                       for seq, j in rows]
         began = time.perf_counter()
-        try:
-            tokens = self.runner.run(spans, [s.params for s, _ in rows], generators)
-        except Exception as exc:  # the whole pass failed: fail its requests, keep the engine alive
-            log.exception("forward pass failed")
-            return exc
+        tokens = self.runner.run(spans, [s.params for s, _ in rows], generators)
         self._time_pass(scheduled, time.perf_counter() - began)
         per_span, row = [], 0
         for span in spans:
@@ -235,15 +236,17 @@ class Engine:
             row += len(span.logits_offsets)
         return per_span
 
-    def _postprocess(self, scheduled: list[ScheduledSpan], sampled: list[list[int]] | Exception,
-                     ) -> list[RequestOutput]:
+    def _fail(self, scheduled: list[ScheduledSpan], error: str) -> list[RequestOutput]:
         outputs = []
-        if isinstance(sampled, Exception):
-            for sp in scheduled:
-                sp.seq.finish("error", f"forward pass failed: {type(sampled).__name__}: {sampled}")
-                self.scheduler.remove(sp.seq)
-                outputs.append(self._emit(sp.seq))
-            return outputs
+        for sp in scheduled:
+            sp.seq.finish("error", error)
+            self.scheduler.remove(sp.seq)
+            outputs.append(self._emit(sp.seq))
+        return outputs
+
+    def _postprocess(self, scheduled: list[ScheduledSpan], sampled: list[list[int]]) -> list[RequestOutput]:
+        """Accept drafts, append tokens, finish requests; the step's outputs."""
+        outputs = []
         for sp, tokens in zip(scheduled, sampled, strict=True):
             seq = sp.seq
             produced = False
