@@ -114,9 +114,13 @@ class Engine:
 
     # ---- requests ----
 
-    def apply_chat_template(self, messages: list[dict]) -> list[int]:
+    def apply_chat_template(self, messages: list[dict], tools: list[dict] | None = None,
+                            add_generation_prompt: bool = True) -> list[int]:
+        """The prompt ids of `messages` through the model's chat template; `tools` (OpenAI's function tools)
+        are rendered by the template itself, as transformers passes them."""
         try:
-            ids = self.tokenizer.apply_chat_template(messages, add_generation_prompt=True, tokenize=True)
+            ids = self.tokenizer.apply_chat_template(messages, tools=tools, tokenize=True,
+                                                     add_generation_prompt=add_generation_prompt)
         except Exception as exc:  # template errors (bad roles, missing content) are the caller's
             raise InvalidRequestError(f"cannot apply the chat template: {exc}") from exc
         if not isinstance(ids, list):

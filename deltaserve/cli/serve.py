@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import argparse
+import os
 import sys
+from pathlib import Path
 
 from pydantic import ValidationError
 
@@ -12,12 +14,15 @@ from deltaserve.cli.kv_options import add_kv_cache_options, kv_cache_kwargs
 from deltaserve.cli.quant_options import add_quant_options, quant_kwargs
 from deltaserve.engine import Engine, EngineConfig
 from deltaserve.engine.config import SPECULATIVE_METHODS
-from deltaserve.engine.server import ServerLimits, bind_socket, run_server
+from deltaserve.engine.server import ServerLimits, bind_socket, run_server, use_chat_template
+from deltaserve.errors import InvalidRequestError
 
+API_KEY_ENV = "DELTASERVE_API_KEY"
 EXAMPLES = """examples:
   deltaserve serve                                   # the bundled SmolLM2-135M on http://127.0.0.1:8000/v1
   deltaserve serve --model path/to/Qwen2.5-0.5B-Instruct --port 8001 --served-model-name qwen
   deltaserve serve --model model.Q4_1.gguf --num-threads 1 --max-num-seqs 8
+  deltaserve serve --model smollm2-135m --chat-template hermes_tools.jinja --api-key s3cret
 
 then, from any OpenAI client:
   curl http://127.0.0.1:8000/v1/chat/completions -H 'content-type: application/json' \\
@@ -27,9 +32,10 @@ then, from any OpenAI client:
 Every response carries usage.prompt_tokens_details.cached_tokens (prefix-cache hits) and a `metrics`
 object."""
 
-DESCRIPTION = ("Serve a model over an OpenAI-compatible HTTP API (/v1/chat/completions, /v1/completions, "
-               "/v1/models, /health, /metrics, /stats). The model is loaded once; requests join the running "
-               "batch and stream tokens as they decode.")
+DESCRIPTION = ("Serve a model over an OpenAI-compatible HTTP API (/v1/chat/completions with tool calls, "
+               "/v1/completions, /v1/models, /tokenize, /detokenize, /health, /metrics, /stats). The model "
+               "is loaded once; requests join the running batch and stream tokens as they decode. A request "
+               "field the server does not implement is a 400 naming it.")
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
@@ -47,6 +53,12 @@ def register(subparsers: argparse._SubParsersAction) -> None:
                    help="the model id clients send (default: --model)")
     p.add_argument("--log-level", default="info", choices=["critical", "error", "warning", "info", "debug"],
                    help="uvicorn's log level (default: %(default)s)")
+    p.add_argument("--api-key", default=os.environ.get(API_KEY_ENV) or None, metavar="KEY",
+                   help="require `Authorization: Bearer KEY` on every request but /health (401 otherwise; "
+                        f"default: ${API_KEY_ENV}, else none)")
+    p.add_argument("--chat-template", default=None, metavar="FILE",
+                   help="a Jinja chat template replacing the model's own (e.g. one that renders tools in the "
+                        "<tool_call> form, for tool calling on a model whose template has none)")
     eng = p.add_argument_group("engine (defaults: EngineConfig's)")
     eng.add_argument("--dtype", default=None, choices=["auto", "float32", "bfloat16", "float16"],
                      help="weights and KV cache dtype (default: auto, bfloat16 on GPU)")
@@ -107,6 +119,10 @@ def run(args: argparse.Namespace) -> int:
                               max_waiting=args.max_waiting, max_body_bytes=args.max_body_bytes)
     except ValidationError as exc:
         return _fail(_first_problem(exc))
+    try:
+        chat_template = Path(args.chat_template).read_text() if args.chat_template else None
+    except OSError as exc:
+        return _fail(f"--chat-template: cannot read {args.chat_template}: {exc.strerror or exc}")
     try:  # before the model loads: a taken port should fail in a second, not after the load
         sock = bind_socket(args.host, args.port)
     except OSError as exc:
@@ -114,6 +130,11 @@ def run(args: argparse.Namespace) -> int:
                      + ("; pick another with --port" if exc.errno == 98 else ""))
     try:
         engine = Engine.from_pretrained(args.model, **engine_kwargs(args))
+        if chat_template is not None:
+            use_chat_template(engine, chat_template)
+    except InvalidRequestError as exc:  # the chat template cannot render a chat
+        sock.close()
+        return _fail(f"--chat-template: {exc.message}")
     except ValidationError as exc:
         sock.close()
         return _fail(_first_problem(exc))
@@ -127,7 +148,7 @@ def run(args: argparse.Namespace) -> int:
           f"(context {engine.max_model_len}) on http://{args.host}:{args.port}/v1",
           file=sys.stderr, flush=True)
     run_server(engine, args.host, args.port, served_model_name=args.served_model_name, limits=limits,
-               log_level=args.log_level, sock=sock)
+               log_level=args.log_level, sock=sock, api_key=args.api_key)
     return 0
 
 

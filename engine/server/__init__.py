@@ -1,13 +1,16 @@
 """OpenAI-compatible HTTP server over one Engine (FastAPI + uvicorn).
 
-Endpoints: POST /v1/chat/completions, POST /v1/completions, GET /v1/models, GET /health, GET /metrics
-(Prometheus), GET /stats (engine stats as JSON). Every response carries
-`usage.prompt_tokens_details.cached_tokens`, prediction accept/reject counts, and a `metrics` extension
-object. Errors use OpenAI's envelope {"error": {"message", "type", "param", "code"}}.
+Endpoints: POST /v1/chat/completions (tool calls too), POST /v1/completions, GET /v1/models[/{id}], POST
+/tokenize and /detokenize (vLLM's), GET /health, GET /metrics (Prometheus), GET /stats (engine stats as
+JSON). Every response carries `usage.prompt_tokens_details.cached_tokens`, prediction accept/reject counts,
+and a `metrics` extension object. Errors use OpenAI's envelope {"error": {"message", "type", "param",
+"code"}}; a request field the server does not implement is one of them (400), never dropped.
 
 One concept per module:
-    app.py        create_app: wires the context, the error handlers and the routes; the app's lifespan
+    app.py        create_app: wires the context, the error handlers, the API key check and the routes
     context.py    ServingContext: the engine, limits, metrics and model names every route serves with
+    auth.py       the API key check (--api-key): 401 in OpenAI's shape
+    template.py   the chat template: --chat-template's replacement, whether it renders tools
     limits.py     ServerLimits
     errors.py     the one place errors become OpenAI's error shape
     requests.py   reading a body (size-capped) and parsing it into a request model
@@ -15,13 +18,17 @@ One concept per module:
     choices.py    submitting one engine request per choice; usage, metrics and failures read back from them
     streaming.py  per-choice streams merged, the non-streaming run to the end, the SSE event stream
     chunks.py     the SSE chunk formats of chat and text completions
-    routes_openai.py / routes_ops.py   the endpoints
+    tool_use.py   ToolPlan: what tools and tool_choice ask of the prompt and the reply; checking the calls
+    tool_parser.py  the `<tool_call>` form read from a reply as it streams (content and call deltas)
+    chat_reply.py ChatReply: one choice's reply as deltas or as one message
+    routes_openai.py / routes_ops.py / tokenize.py   the endpoints
     metrics.py    Prometheus metrics
     thread.py     bind_socket, run_server, ServerThread
 """
 
 from deltaserve.engine.server.app import create_app
 from deltaserve.engine.server.limits import ServerLimits
+from deltaserve.engine.server.template import use_chat_template
 from deltaserve.engine.server.thread import ServerThread, bind_socket, run_server
 
-__all__ = ["ServerLimits", "ServerThread", "bind_socket", "create_app", "run_server"]
+__all__ = ["ServerLimits", "ServerThread", "bind_socket", "create_app", "run_server", "use_chat_template"]

@@ -66,9 +66,10 @@ class Choices:
             metrics.observe_request(getattr(out, "metrics", None), reason, e2e)
 
 
-async def submit(ctx: ServingContext, req: SamplingRequest, prompts: list[Any], arrived: float) -> Choices:
+async def submit(ctx: ServingContext, req: SamplingRequest, prompts: list[Any], arrived: float,
+                 stop: tuple[str, ...] = ()) -> Choices:
     """One engine request per (prompt, n), once every prompt has been tokenized and checked; on any refusal
-    the ones already in are aborted and it re-raises."""
+    the ones already in are aborted and it re-raises. `stop`: stop strings besides the request's."""
     choices = Choices(arrived)
     try:
         prediction = ctx.prompts.prediction(req)
@@ -76,7 +77,7 @@ async def submit(ctx: ServingContext, req: SamplingRequest, prompts: list[Any], 
         for p_index, (ids, room) in enumerate(prepared):
             for i in range(req.n):
                 seed = None if req.seed is None else req.seed + i
-                params = sampling_params(req, seed, room, prediction, ctx.limits)
+                params = sampling_params(req, seed, room, prediction, ctx.limits, stop)
                 choices.add(p_index, await ctx.async_engine.add_request(ids, params, req.cache_salt))
     except BaseException as exc:
         choices.abort()

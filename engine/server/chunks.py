@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
+from deltaserve.engine.server.chat_reply import ChatReply
 from deltaserve.engine.server.openai_protocol import (
     ChatChunkChoice,
     ChatCompletionChunk,
@@ -22,11 +23,14 @@ def sse(data: dict) -> str:
 
 
 class ChatChunks:
-    """The events of one streaming chat completion: a role chunk per choice, content deltas, finish chunks."""
+    """The events of one streaming chat completion: a role chunk per choice, each reply's deltas (content,
+    tool call pieces: see chat_reply.py), finish chunks."""
 
-    def __init__(self, response_id: str, created: int, model: str, include_usage: bool) -> None:
+    def __init__(self, response_id: str, created: int, model: str, include_usage: bool,
+                 replies: list[ChatReply]) -> None:
         self.response_id, self.created, self.model = response_id, created, model
         self.include_usage = include_usage
+        self.replies = replies
 
     def chunk(self, choices: list[ChatChunkChoice], **extra: Any) -> str:
         c = ChatCompletionChunk(id=self.response_id, created=self.created, model=self.model, choices=choices,
@@ -43,13 +47,14 @@ class ChatChunks:
                 for i in range(num_choices)]
 
     def for_output(self, index: int, out: Any) -> list[str]:
-        events = []
-        if out.new_text:
-            delta = DeltaMessage(content=out.new_text)
-            events.append(self.chunk([ChatChunkChoice(index=index, delta=delta)]))
+        """The chunks of one engine output; raises an APIError when a finished reply breaks its tool plan."""
+        reply = self.replies[index]
+        events = [self.chunk([ChatChunkChoice(index=index, delta=delta)])
+                  for delta in reply.feed(out.new_text or "", final=out.finished)]
         if out.finished:
-            events.append(self.chunk([ChatChunkChoice(index=index, delta=DeltaMessage(),
-                                                      finish_reason=out.finish_reason)]))
+            reason = reply.finish_reason(out.finish_reason)
+            end = ChatChunkChoice(index=index, delta=DeltaMessage(), finish_reason=reason)
+            events.append(self.chunk([end]))
         return events
 
     def usage(self, usage: Usage, rm: ResponseMetrics) -> str:

@@ -24,6 +24,7 @@ class ServingContext:
     prompts: PromptPreparer  # bounds and tokenizes prompts off the engine thread
     model_name: str  # the name /v1/models lists
     model_names: frozenset[str]  # every name a request may use: the served name and the engine's own
+    tools_refused: str | None = None  # why the chat template serves no tools (None: it serves them)
     started: int = field(default_factory=now)  # /v1/models' `created`
 
     @property

@@ -48,8 +48,14 @@ def _loc(error: Any) -> tuple:
 
 def validation_error(exc: ValidationError | RequestValidationError) -> APIError:
     """A 400 naming the first field that failed validation (its dotted path is the `param`); a value that
-    fits none of a field's accepted types lists why each one refused it."""
+    fits none of a field's accepted types lists why each one refused it. A field the request models do not
+    have is named first, as `unsupported_parameter`."""
     errors = [(_loc(e), e.get("msg", "invalid request")) for e in exc.errors()]
+    unknown = next((e for e in exc.errors() if e.get("type") == "extra_forbidden"), None)
+    if unknown is not None:  # a field we do not implement: named, never dropped
+        param = ".".join(str(seg) for seg in _loc(unknown) if not _is_type_tag(seg))
+        return APIError(400, f"{param}: unrecognized request field; this server does not support it",
+                        param=param, code="unsupported_parameter")
     loc, message = errors[0]
     tag = next((i for i, seg in enumerate(loc) if _is_type_tag(seg)), len(loc))
     param = ".".join(str(seg) for seg in loc[:tag]) or None

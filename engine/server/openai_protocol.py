@@ -1,8 +1,11 @@
 """OpenAI wire format: request and response models for the server (pydantic validates, we never hand-parse).
 
-Requests ignore unknown fields (clients send extras) and reject bad values with a 400 naming the field. They
-are strict about types, as OpenAI's API is: "yes" is no boolean, true is no token id, "5" is no number (an
-integer is a valid number, and 3.0 a valid integer, as in JSON Schema).
+Requests refuse what they do not implement: an unknown field is a 400 naming it (a silently dropped field,
+`tools` once among them, made agents misbehave without an error), and so is a value we do not serve
+(`response_format` other than text, logprobs, penalties). They are strict about types, as OpenAI's API is:
+"yes" is no boolean, true is no token id, "5" is no number (an integer is a valid number, and 3.0 a valid
+integer, as in JSON Schema). Tools: function tools, `tool_choice` (none, auto, required, a named function),
+`parallel_tool_calls`; history messages may carry `tool_calls` (assistant) and `tool_call_id` (tool).
 Extensions over OpenAI: `top_k`, `ignore_eos`, `cache_salt` and `speculative` (the draft method: "ngram",
 "suffix" or "off"; absent: the server's) on requests; a `metrics` object on responses (with draft counts
 by drafter).
@@ -10,12 +13,21 @@ by drafter).
 
 from __future__ import annotations
 
+import json
 import time
 import uuid
 from collections.abc import Iterable
 from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, field_validator, model_validator
+from pydantic import (
+    BaseModel,
+    BeforeValidator,
+    ConfigDict,
+    Field,
+    field_validator,
+    model_serializer,
+    model_validator,
+)
 
 from deltaserve.engine.config import SpeculativeMethod
 from deltaserve.engine.outputs import DraftCounts, add_drafts
@@ -31,7 +43,7 @@ def now() -> int:
 
 # ---------------------------------------------------------------- requests
 
-REQUEST = ConfigDict(extra="ignore", strict=True)
+REQUEST = ConfigDict(extra="forbid", strict=True)
 INT64 = 2**63
 
 
@@ -59,11 +71,47 @@ class TextPart(BaseModel):
     text: str
 
 
+class CalledFunction(BaseModel):
+    model_config = REQUEST
+    name: str
+    arguments: str  # JSON text, as the model wrote it
+
+
+class MessageToolCall(BaseModel):
+    """A call an earlier assistant message made (the history of a tool-using conversation)."""
+
+    model_config = REQUEST
+    id: str
+    type: Literal["function"] = "function"
+    function: CalledFunction
+
+    def for_template(self) -> dict[str, Any]:
+        # Chat templates (transformers' convention) take the arguments as an object and render them.
+        try:
+            arguments = json.loads(self.function.arguments)
+        except ValueError:
+            arguments = None
+        if not isinstance(arguments, dict):  # not an object: the template gets the text as it came
+            arguments = self.function.arguments
+        return {"id": self.id, "type": "function",
+                "function": {"name": self.function.name, "arguments": arguments}}
+
+
 class ChatMessage(BaseModel):
     model_config = REQUEST
     role: Literal["system", "developer", "user", "assistant", "tool"]
     content: str | list[TextPart] | None = None
     name: str | None = None
+    tool_calls: list[MessageToolCall] | None = None  # assistant messages only
+    tool_call_id: str | None = None  # tool messages: the call this one answers
+
+    @model_validator(mode="after")
+    def _tool_fields_fit_the_role(self) -> ChatMessage:
+        if self.tool_calls is not None and self.role != "assistant":
+            raise ValueError("only assistant messages carry tool_calls")
+        if (self.tool_call_id is not None) != (self.role == "tool"):
+            raise ValueError("a tool message needs tool_call_id, and only a tool message has one")
+        return self
 
     def text(self) -> str:
         if self.content is None:
@@ -72,10 +120,17 @@ class ChatMessage(BaseModel):
             return self.content
         return "".join(part.text for part in self.content)
 
-    def for_template(self) -> dict[str, str]:
+    def for_template(self) -> dict[str, Any]:
         # Chat templates know "system"; OpenAI's newer "developer" role means the same thing.
-        role = "system" if self.role == "developer" else self.role
-        return {"role": role, "content": self.text()}
+        message: dict[str, Any] = {"role": "system" if self.role == "developer" else self.role,
+                                   "content": self.text()}
+        if self.name is not None:
+            message["name"] = self.name
+        if self.tool_calls:
+            message["tool_calls"] = [call.for_template() for call in self.tool_calls]
+        if self.tool_call_id is not None:
+            message["tool_call_id"] = self.tool_call_id
+        return message
 
 
 class Prediction(BaseModel):
@@ -89,6 +144,56 @@ class Prediction(BaseModel):
         if isinstance(self.content, str):
             return self.content
         return "".join(part.text for part in self.content)
+
+
+class FunctionDefinition(BaseModel):
+    model_config = REQUEST
+    name: Annotated[str, Field(pattern=r"^[A-Za-z0-9_-]{1,64}$")]
+    description: str | None = None
+    parameters: dict[str, Any] | None = None  # a JSON Schema object
+    # strict: the call's arguments are checked against `parameters` once decoded (a call that does not
+    # validate is an error, never passed on); decoding is not constrained to the schema
+    strict: bool | None = None
+
+
+class ToolDefinition(BaseModel):
+    model_config = REQUEST
+    type: Literal["function"]
+    function: FunctionDefinition
+
+
+class FunctionName(BaseModel):
+    model_config = REQUEST
+    name: str
+
+
+class NamedToolChoice(BaseModel):
+    model_config = REQUEST
+    type: Literal["function"]
+    function: FunctionName
+
+
+class ResponseFormat(BaseModel):
+    model_config = REQUEST
+    type: str = Field(json_schema_extra={"enum": ["text"]})
+    # declared so that a json_schema format is refused for its type, not as an unknown field
+    json_schema: Any = Field(default=None, json_schema_extra={"type": "null"})
+
+    @field_validator("type")
+    @classmethod
+    def _text_only(cls, value: str) -> str:
+        if value in ("json_object", "json_schema"):
+            raise ValueError(f"{value} is not supported by this server yet (it needs constrained decoding); "
+                             "only {\"type\": \"text\"} is")
+        if value != "text":
+            raise ValueError(f"unknown response_format type {value!r}; this server serves only \"text\"")
+        return value
+
+    @field_validator("json_schema")
+    @classmethod
+    def _no_schema(cls, value: Any) -> None:
+        if value is not None:
+            raise ValueError("json_schema formats are not supported by this server yet")
 
 
 class SamplingRequest(BaseModel):
@@ -151,6 +256,10 @@ class SamplingRequest(BaseModel):
 class ChatCompletionRequest(SamplingRequest):
     messages: list[ChatMessage] = Field(min_length=1)
     max_completion_tokens: Int | None = Field(default=None, ge=1)
+    tools: list[ToolDefinition] | None = None
+    tool_choice: Literal["none", "auto", "required"] | NamedToolChoice | None = None
+    parallel_tool_calls: bool | None = None
+    response_format: ResponseFormat | None = None
 
     @model_validator(mode="after")
     def _completion_tokens_win(self) -> ChatCompletionRequest:
@@ -158,6 +267,14 @@ class ChatCompletionRequest(SamplingRequest):
         if self.max_completion_tokens is not None:
             self.max_tokens = self.max_completion_tokens
         return self
+
+    @field_validator("tools")
+    @classmethod
+    def _distinct_tool_names(cls, tools: list[ToolDefinition] | None) -> list[ToolDefinition] | None:
+        names = [t.function.name for t in tools or ()]
+        if len(set(names)) < len(names):
+            raise ValueError("tool function names must be distinct")
+        return tools
 
 
 class CompletionRequest(SamplingRequest):
@@ -280,9 +397,28 @@ def usage_and_metrics(choices: Iterable[tuple[int, Any]]) -> tuple[Usage, Respon
     return usage, rm
 
 
+class FunctionCall(BaseModel):
+    name: str
+    arguments: str  # JSON text
+
+
+class ToolCall(BaseModel):
+    id: str
+    type: Literal["function"] = "function"
+    function: FunctionCall
+
+
 class AssistantMessage(BaseModel):
     role: Literal["assistant"] = "assistant"
-    content: str
+    content: str | None
+    tool_calls: list[ToolCall] | None = None
+
+    @model_serializer(mode="wrap")
+    def _no_empty_tool_calls(self, handler: Any) -> dict:
+        data = handler(self)
+        if self.tool_calls is None:
+            data.pop("tool_calls", None)  # as OpenAI: a message without calls has no tool_calls key
+        return data
 
 
 class ChatChoice(BaseModel):
@@ -303,9 +439,24 @@ class ChatCompletionResponse(BaseModel):
     system_fingerprint: str | None = None
 
 
+class DeltaFunctionCall(BaseModel):
+    name: str | None = None
+    arguments: str | None = None
+
+
+class DeltaToolCall(BaseModel):
+    """A streamed piece of tool call `index`: its id, type and name first, then pieces of its arguments."""
+
+    index: int
+    id: str | None = None
+    type: Literal["function"] | None = None
+    function: DeltaFunctionCall
+
+
 class DeltaMessage(BaseModel):
     role: Literal["assistant"] | None = None
     content: str | None = None
+    tool_calls: list[DeltaToolCall] | None = None
 
 
 class ChatChunkChoice(BaseModel):

@@ -16,16 +16,20 @@ from fastapi import FastAPI
 from fastapi.openapi.utils import get_openapi
 from pydantic import BaseModel
 
+from deltaserve.engine.server.auth import OPEN_PATHS
 from deltaserve.engine.server.context import ServingContext
 from deltaserve.engine.server.openai_protocol import ErrorResponse
 
 REF = "#/components/schemas/{model}"
 ERROR_STATUSES = {
-    400: "Invalid request: a bad value, a prompt that does not fit, or a body that is not a JSON object",
+    400: "Invalid request: a bad value, a field this server does not support, a prompt that does not fit, "
+         "or a body that is not a JSON object",
+    401: "The API key (Authorization: Bearer) is missing or wrong, on a server started with one",
     404: "The requested model is not served here",
     413: "The request body is larger than this server accepts",
     499: "The client disconnected before the answer (never seen by that client)",
-    500: "The engine failed while serving the request",
+    500: "The engine failed while serving the request, or the model's reply broke the request's tool plan "
+         "(no call where one was required, a call to an unknown tool, arguments that break a strict schema)",
     503: "The server is overloaded (too many requests waiting) or its engine is not running",
 }
 
@@ -66,8 +70,22 @@ def _state_server_terms(schema: dict, ctx: ServingContext) -> None:
                     option["maximum"] = ctx.limits.max_tokens
 
 
-def install_openapi(app: FastAPI, ctx: ServingContext) -> None:
-    """Serve the schema described above as the app's /openapi.json (built once, on the first request)."""
+def _require_key(schema: dict) -> None:
+    """The bearer scheme, required by (and a 401 on) every operation but the open ones."""
+    schema["components"]["securitySchemes"] = {"bearer": {"type": "http", "scheme": "bearer"}}
+    error = {"$ref": REF.format(model=ErrorResponse.__name__)}
+    for path, operations in schema["paths"].items():
+        if path in OPEN_PATHS:
+            continue
+        for op in operations.values():
+            op["security"] = [{"bearer": []}]
+            op["responses"]["401"] = {"description": ERROR_STATUSES[401],
+                                      "content": {"application/json": {"schema": error}}}
+
+
+def install_openapi(app: FastAPI, ctx: ServingContext, secured: bool = False) -> None:
+    """Serve the schema described above as the app's /openapi.json (built once, on the first request);
+    `secured`: the server takes an API key."""
 
     def openapi() -> dict[str, Any]:
         if app.openapi_schema is None:
@@ -75,6 +93,8 @@ def install_openapi(app: FastAPI, ctx: ServingContext) -> None:
                                  routes=app.routes)
             _hoist_request_schemas(schema)
             _state_server_terms(schema, ctx)
+            if secured:
+                _require_key(schema)
             app.openapi_schema = schema
         return app.openapi_schema
 

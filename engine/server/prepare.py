@@ -10,7 +10,9 @@ InvalidRequestError (a 400).
 from __future__ import annotations
 
 import asyncio
+import json
 from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
 from typing import Any
 
 from pydantic import ValidationError
@@ -30,19 +32,44 @@ def longest_token_chars(tokenizer: Any) -> int:
     return max(map(len, tokenizer.get_vocab()), default=1)
 
 
+@dataclass(frozen=True)
+class ChatPrompt:
+    """A chat as the template renders it: its messages, the tools (None: none rendered), and the text the
+    reply begins with (written for the model after the generation prompt)."""
+
+    messages: list[dict]
+    tools: list[dict] | None = None
+    prefill: str = ""
+    add_generation_prompt: bool = True
+
+    def chars(self) -> int:
+        """Characters of everything the template is given (a bound, not the rendered length)."""
+        calls = [m["tool_calls"] for m in self.messages if m.get("tool_calls")]
+        extra = len(json.dumps(calls)) if calls else 0
+        if self.tools:
+            extra += len(json.dumps(self.tools))
+        return sum(len(m["content"]) for m in self.messages) + extra + len(self.prefill)
+
+
 def prompt_chars(prompt: Any) -> int | None:
-    """Characters of a text prompt or of chat messages' contents; None for token ids (counted as they are)."""
+    """Characters of a text prompt or of a chat's contents; None for token ids (counted as they are)."""
     if isinstance(prompt, str):
         return len(prompt)
-    if isinstance(prompt, list) and prompt and isinstance(prompt[0], dict):
-        return sum(len(message["content"]) for message in prompt)
+    if isinstance(prompt, ChatPrompt):
+        return prompt.chars()
     return None
 
 
 def prompt_ids(engine: Any, prompt: Any) -> list[int]:
-    """Token ids of chat messages (through the chat template), a text, or ids given as they are."""
-    if isinstance(prompt, list) and prompt and isinstance(prompt[0], dict):
-        return list(engine.apply_chat_template(prompt))
+    """Token ids of a chat (through the chat template, then its prefill), a text, or ids as they are."""
+    if isinstance(prompt, ChatPrompt):
+        kwargs: dict[str, Any] = {"tools": prompt.tools} if prompt.tools else {}
+        if not prompt.add_generation_prompt:
+            kwargs["add_generation_prompt"] = False
+        ids = list(engine.apply_chat_template(prompt.messages, **kwargs))
+        if prompt.prefill:
+            ids += engine.tokenizer.encode(prompt.prefill, add_special_tokens=False)
+        return ids
     if isinstance(prompt, str):
         return list(engine.tokenize(prompt))
     return list(prompt)
@@ -81,15 +108,21 @@ class PromptPreparer:
                 f"{what} has {chars} characters, more than {max_tokens} tokens can hold; this server accepts "
                 f"at most {max_tokens} tokens")
 
-    async def prepare(self, prompt: Any, max_tokens: int | None) -> tuple[list[int], int]:
-        """The prompt's token ids and the room the context has left after them."""
+    async def tokenize(self, prompt: Any) -> list[int]:
+        """The prompt's token ids, tokenized on this preparer's thread once its length passed the bound."""
         chars = prompt_chars(prompt)
         if chars is None:
-            ids = list(prompt)  # token ids: nothing to tokenize (the engine checks their range)
-        else:
-            self.check_chars("prompt", chars, self.max_prompt_tokens)
-            loop = asyncio.get_running_loop()
-            ids = await loop.run_in_executor(self._pool, prompt_ids, self.engine, prompt)
+            return list(prompt)  # token ids: nothing to tokenize (the engine checks their range)
+        self.check_chars("prompt", chars, self.max_prompt_tokens)
+        return await self.run(prompt_ids, self.engine, prompt)
+
+    async def run(self, fn: Any, *args: Any) -> Any:
+        """`fn(*args)` on the tokenizer thread (anything that reads the tokenizer for a while)."""
+        return await asyncio.get_running_loop().run_in_executor(self._pool, fn, *args)
+
+    async def prepare(self, prompt: Any, max_tokens: int | None) -> tuple[list[int], int]:
+        """The prompt's token ids and the room the context has left after them."""
+        ids = await self.tokenize(prompt)
         return ids, room_after_prompt(len(ids), max_tokens, self.context, self.limits)
 
     def prediction(self, req: SamplingRequest) -> str | None:
@@ -106,8 +139,9 @@ class PromptPreparer:
 
 
 def sampling_params(req: SamplingRequest, seed: int | None, room: int, prediction: str | None,
-                    limits: ServerLimits) -> SamplingParams:
-    """One choice's SamplingParams; max_tokens defaults to what the server allows and the context leaves."""
+                    limits: ServerLimits, stop: tuple[str, ...] = ()) -> SamplingParams:
+    """One choice's SamplingParams; max_tokens defaults to what the server allows and the context leaves;
+    `stop` adds the server's own stop strings (a tool plan's) to the request's."""
     try:
         return SamplingParams(
             max_tokens=req.max_tokens or min(limits.max_tokens, room),
@@ -115,7 +149,7 @@ def sampling_params(req: SamplingRequest, seed: int | None, room: int, predictio
             top_k=max(req.top_k, 0),
             top_p=req.top_p,
             seed=seed,
-            stop=list(req.stop or []),
+            stop=[*(req.stop or []), *stop],
             ignore_eos=req.ignore_eos,
             prediction=prediction,
             speculative=req.speculative,

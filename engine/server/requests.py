@@ -12,7 +12,7 @@ from typing import TypeVar
 
 import pydantic_core
 from fastapi import Request
-from pydantic import ValidationError
+from pydantic import BaseModel, ValidationError
 from starlette.requests import ClientDisconnect
 
 from deltaserve.engine.server.context import ServingContext
@@ -21,6 +21,7 @@ from deltaserve.engine.server.openai_protocol import SamplingRequest
 from deltaserve.errors import APIError
 
 R = TypeVar("R", bound=SamplingRequest)
+M = TypeVar("M", bound=BaseModel)
 
 log = logging.getLogger("deltaserve.server")
 
@@ -60,15 +61,25 @@ def parse_json_object(body: bytes) -> dict:
     return data
 
 
-def parse_request(model: type[R], data: dict, ctx: ServingContext) -> R:
-    """`data` as a `model`, for a model this server serves and a max_tokens within its limit."""
+def validated(model: type[M], data: dict) -> M:
+    """`data` as a `model`; a 400 naming the first field that does not fit."""
     try:
-        req = model.model_validate(data)
+        return model.model_validate(data)
     except ValidationError as exc:
         raise validation_error(exc) from exc
-    if req.model not in ctx.model_names:
-        raise APIError(404, f"model {req.model!r} is not served here; available: {ctx.model_name!r}",
+
+
+def check_model(name: str, ctx: ServingContext) -> None:
+    """A 404 (OpenAI's `model_not_found`) for a model this server does not serve."""
+    if name not in ctx.model_names:
+        raise APIError(404, f"model {name!r} is not served here; available: {ctx.model_name!r}",
                        param="model", code="model_not_found")
+
+
+def parse_request(model: type[R], data: dict, ctx: ServingContext) -> R:
+    """`data` as a `model`, for a model this server serves and a max_tokens within its limit."""
+    req = validated(model, data)
+    check_model(req.model, ctx)
     limit = ctx.limits.max_tokens
     if req.max_tokens is not None and req.max_tokens > limit:
         raise APIError(400, f"max_tokens is {req.max_tokens}; this server allows at most {limit}",
@@ -76,5 +87,10 @@ def parse_request(model: type[R], data: dict, ctx: ServingContext) -> R:
     return req
 
 
+async def read_json(request: Request, ctx: ServingContext) -> dict:
+    """The body as a JSON object, under the server's size limit."""
+    return parse_json_object(await read_body(request, ctx.limits.max_body_bytes))
+
+
 async def read_request(request: Request, model: type[R], ctx: ServingContext) -> R:
-    return parse_request(model, parse_json_object(await read_body(request, ctx.limits.max_body_bytes)), ctx)
+    return parse_request(model, await read_json(request, ctx), ctx)

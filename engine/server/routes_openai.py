@@ -1,4 +1,4 @@
-"""The OpenAI endpoints: POST /v1/chat/completions, POST /v1/completions, GET /v1/models."""
+"""The OpenAI endpoints: POST /v1/chat/completions, POST /v1/completions, GET /v1/models[/{id}]."""
 
 from __future__ import annotations
 
@@ -7,11 +7,11 @@ import time
 from fastapi import APIRouter, Request
 from fastapi.responses import JSONResponse, Response
 
+from deltaserve.engine.server.chat_reply import ChatReply
 from deltaserve.engine.server.choices import submit
 from deltaserve.engine.server.chunks import ChatChunks, TextChunks
-from deltaserve.engine.server.context import Serving
+from deltaserve.engine.server.context import Serving, ServingContext
 from deltaserve.engine.server.openai_protocol import (
-    AssistantMessage,
     ChatChoice,
     ChatCompletionRequest,
     ChatCompletionResponse,
@@ -24,8 +24,10 @@ from deltaserve.engine.server.openai_protocol import (
     random_id,
 )
 from deltaserve.engine.server.openapi import error_responses, request_body
-from deltaserve.engine.server.requests import read_request
+from deltaserve.engine.server.prepare import ChatPrompt
+from deltaserve.engine.server.requests import check_model, read_request
 from deltaserve.engine.server.streaming import event_stream, run_to_end
+from deltaserve.engine.server.tool_use import tool_plan
 
 router = APIRouter()
 
@@ -35,10 +37,20 @@ SSE = {"text/event-stream": {"schema": {"type": "object", "required": ["data"],
 GENERATION_ERRORS = error_responses(400, 404, 413, 499, 500, 503)
 
 
+def _card(ctx: ServingContext, name: str) -> ModelCard:
+    return ModelCard(id=name, created=ctx.started, max_model_len=ctx.engine.max_model_len)
+
+
 @router.get("/v1/models", responses=error_responses(500))
 async def models(ctx: Serving) -> ModelList:
-    card = ModelCard(id=ctx.model_name, created=ctx.started, max_model_len=ctx.engine.max_model_len)
-    return ModelList(data=[card])
+    return ModelList(data=[_card(ctx, ctx.model_name)])
+
+
+@router.get("/v1/models/{model_id:path}", responses=error_responses(404, 500))
+async def model(model_id: str, ctx: Serving) -> ModelCard:
+    # `:path`: hub ids hold a slash (Qwen/Qwen2.5-...), which the SDK puts in the path as it is
+    check_model(model_id, ctx)
+    return _card(ctx, model_id)
 
 
 @router.post("/v1/chat/completions", openapi_extra=request_body(ChatCompletionRequest),
@@ -46,14 +58,21 @@ async def models(ctx: Serving) -> ModelList:
 async def chat_completions(request: Request, ctx: Serving) -> Response:
     arrived = time.perf_counter()
     req = await read_request(request, ChatCompletionRequest, ctx)
-    choices = await submit(ctx, req, [[m.for_template() for m in req.messages]], arrived)
+    plan = tool_plan(req, ctx.tools_refused)
+    prompt = ChatPrompt([m.for_template() for m in req.messages], plan.tools, plan.prefill)
+    choices = await submit(ctx, req, [prompt], arrived, plan.stop)
+    replies = [ChatReply(plan) for _ in range(len(choices))]
     rid, created = random_id("chatcmpl"), now()
     if req.stream:
-        return event_stream(choices, ChatChunks(rid, created, req.model, req.include_usage), ctx.metrics)
+        chunks = ChatChunks(rid, created, req.model, req.include_usage, replies)
+        return event_stream(choices, chunks, ctx.metrics)
     texts = await run_to_end(request, choices, ctx.metrics)
     usage, rm = choices.usage()
-    answers = [ChatChoice(index=i, message=AssistantMessage(content=text), finish_reason=s.last.finish_reason)
-               for i, (text, s) in enumerate(zip(texts, choices, strict=True))]
+    answers = []
+    for i, (text, reply, stream) in enumerate(zip(texts, replies, choices, strict=True)):
+        reply.feed(text, final=True)
+        reason = reply.finish_reason(stream.last.finish_reason)
+        answers.append(ChatChoice(index=i, message=reply.message(), finish_reason=reason))
     response = ChatCompletionResponse(id=rid, created=created, model=req.model, choices=answers, usage=usage,
                                       metrics=rm)
     return JSONResponse(response.model_dump())

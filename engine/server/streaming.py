@@ -110,7 +110,7 @@ async def _events(choices: Choices, chunks: ChunkWriter, metrics: ServerMetrics)
             if chunks.include_usage:
                 yield chunks.usage(*choices.usage())
         yield DONE
-    except EngineStepError as exc:
+    except (EngineStepError, APIError) as exc:  # a failed step, or a reply that broke its tool plan
         yield error_event(to_api_error(exc), metrics)
         yield DONE
     finally:

@@ -33,10 +33,12 @@ def bind_socket(host: str, port: int) -> socket.socket:
 
 def run_server(engine: Any, host: str = "127.0.0.1", port: int = 8000, *,
                served_model_name: str | None = None, limits: ServerLimits | None = None,
-               log_level: str = "info", sock: socket.socket | None = None) -> None:
+               log_level: str = "info", sock: socket.socket | None = None, api_key: str | None = None,
+               chat_template: str | None = None) -> None:
     """Serve until interrupted (Ctrl-C / SIGTERM), on `sock` when given (see bind_socket), else on
-    host:port."""
-    app = create_app(engine, served_model_name=served_model_name, limits=limits)
+    host:port. `api_key`, `chat_template`: as create_app's."""
+    app = create_app(engine, served_model_name=served_model_name, limits=limits, api_key=api_key,
+                     chat_template=chat_template)
     config = uvicorn.Config(app, host=host, port=port, log_level=log_level, timeout_graceful_shutdown=5)
     uvicorn.Server(config).run(sockets=[sock] if sock is not None else None)
 

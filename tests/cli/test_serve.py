@@ -86,3 +86,26 @@ def test_the_engine_commands_take_the_quant_options():
         assert quant_kwargs(given) == {"quant": "none", "quant_lm_head": "int4"}
     with pytest.raises(SystemExit):
         build_parser().parse_args(["serve", "--quant", "int3"])
+
+
+def test_chat_template_is_read_before_the_model_loads(capsys):
+    argv = ["serve", "--model", "/no/such/model", "--port", "0", "--chat-template", "/no/such.jinja"]
+    assert main(argv) == 2
+    assert capsys.readouterr().err.startswith("deltaserve serve: --chat-template: cannot read /no/such.jinja")
+
+
+def test_a_chat_template_that_cannot_render_is_one_clear_line(tiny_llama, tmp_path, capsys):
+    (tmp_path / "bad.jinja").write_text("{% for m in messages %}")
+    argv = ["serve", "--model", str(tiny_llama), "--port", "0", "--num-blocks", "64", "--dtype", "float32",
+            "--chat-template", str(tmp_path / "bad.jinja")]
+    assert main(argv) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("deltaserve serve: --chat-template: the chat template cannot render")
+    assert "Traceback" not in err
+
+
+def test_api_key_comes_from_the_option_or_the_environment(monkeypatch):
+    assert build_parser().parse_args(["serve"]).api_key is None
+    assert build_parser().parse_args(["serve", "--api-key", "k1"]).api_key == "k1"
+    monkeypatch.setenv("DELTASERVE_API_KEY", "k2")
+    assert build_parser().parse_args(["serve"]).api_key == "k2"

@@ -1,8 +1,10 @@
-"""A real server on 127.0.0.1 (random free port) over a tiny random-weight model, shared by these tests."""
+"""A real server on 127.0.0.1 (random free port) over a tiny random-weight model, shared by these tests; a
+second one whose chat template renders tools, and replies scripted into a server's engine."""
 
 from __future__ import annotations
 
 import time
+from pathlib import Path
 
 import httpx
 import openai
@@ -12,6 +14,8 @@ from deltaserve.engine import Engine
 from deltaserve.engine.server import ServerThread, create_app
 
 TINY = "tiny"  # the served model name
+# A Hermes-style template (the <tool_call> form): the tiny model's own (SmolLM2's) renders no tools.
+TOOL_TEMPLATE = (Path(__file__).parent / "hermes_tools.jinja").read_text()
 
 
 def tiny_engine(path, **kwargs):
@@ -76,3 +80,42 @@ def wait_idle():
     """/stats once no request is in flight (aborts are processed between engine steps); gives up after
     30 s."""
     return _wait_idle
+
+
+@pytest.fixture(scope="session")
+def tool_server(tiny_llama):
+    """A server whose chat template renders tools."""
+    srv = start_server(tiny_llama, {"max_num_seqs": 16}, chat_template=TOOL_TEMPLATE)
+    yield srv
+    srv.stop()
+
+
+class Scripted:
+    """A server's engine made to write the given replies, one per engine request in order: each is forced
+    token by token through the engine's real decode passes (teacher forcing), since a random-weight model
+    writes no tool call by itself. Records the prompt each request was given, as text."""
+
+    def __init__(self, server: ServerThread, replies: list[str]) -> None:
+        self.async_engine = server.app.state.async_engine
+        self.tokenizer = self.async_engine.engine.tokenizer
+        self.replies, self.prompts = list(replies), []
+        # the class's method, never an earlier script's
+        self.real = type(self.async_engine).add_request.__get__(self.async_engine)
+        self.async_engine.add_request = self.add_request
+
+    async def add_request(self, prompt, params, cache_salt=None):
+        self.prompts.append(self.tokenizer.decode(prompt))
+        ids = self.tokenizer.encode(self.replies.pop(0), add_special_tokens=False)
+        return await self.real(prompt, params.model_copy(update={"forced_token_ids": ids}), cache_salt)
+
+
+@pytest.fixture()
+def scripted(tool_server):
+    """scripted(*replies): the tool server's next requests get these replies."""
+    yield lambda *replies: Scripted(tool_server, list(replies))
+    vars(tool_server.app.state.async_engine).pop("add_request", None)  # the class's method shows again
+
+
+@pytest.fixture()
+def tool_client(tool_server):
+    return openai.OpenAI(base_url=tool_server.url + "/v1", api_key="EMPTY", max_retries=0, timeout=60)

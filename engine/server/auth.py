@@ -1,0 +1,42 @@
+"""`--api-key`: every request but GET /health must send `Authorization: Bearer <key>`; others get OpenAI's
+401 (`invalid_api_key`). An ASGI middleware rather than a route dependency, so that no route (nor an unknown
+path) answers before the key is checked, and streaming responses pass through it untouched.
+"""
+
+from __future__ import annotations
+
+import hmac
+from typing import Any
+
+from deltaserve.engine.server.errors import error_response
+from deltaserve.engine.server.metrics import ServerMetrics
+from deltaserve.errors import APIError
+
+OPEN_PATHS = frozenset({"/health"})  # probes (load balancers, orchestrators) carry no key
+
+
+def _bearer(scope: dict) -> str | None:
+    for name, value in scope.get("headers", ()):
+        if name == b"authorization":
+            scheme, _, token = value.decode("latin-1").partition(" ")
+            return token.strip() if scheme.lower() == "bearer" else None
+    return None
+
+
+class APIKeyCheck:
+    """ASGI middleware refusing requests without the server's key (compared in constant time)."""
+
+    def __init__(self, app: Any, api_key: str, metrics: ServerMetrics) -> None:
+        self.app, self.key, self.metrics = app, api_key.encode(), metrics
+
+    async def __call__(self, scope: dict, receive: Any, send: Any) -> None:
+        if scope["type"] != "http" or scope["path"] in OPEN_PATHS:
+            return await self.app(scope, receive, send)
+        token = _bearer(scope)
+        if token is not None and hmac.compare_digest(token.encode(), self.key):
+            return await self.app(scope, receive, send)
+        message = ("missing API key: send the header `Authorization: Bearer <key>`" if token is None
+                   else "incorrect API key")
+        response = error_response(APIError(401, message, code="invalid_api_key"), self.metrics)
+        response.headers["www-authenticate"] = "Bearer"
+        await response(scope, receive, send)

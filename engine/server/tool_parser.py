@@ -1,0 +1,240 @@
+"""Tool calls in the Hermes / Qwen2.5 form, read from a reply as it streams: `<tool_call>{"name": ...,
+"arguments": {...}}</tool_call>` blocks among the content.
+
+One parser serves streaming and plain responses: a plain one feeds the whole reply at once and merges the
+deltas, so the two always agree, however the text arrived in pieces. The rules depend on the text alone:
+  * outside a block the text is content; a whitespace run is held back until text follows it, and dropped
+    where a call begins, before content that starts after a call, and at the end of a reply that made calls
+    (a reply with no call keeps every byte);
+  * a block whose JSON opens with "name" and then "arguments": {...} (the order chat templates show the
+    model) is a call as soon as that `{` arrives: its id and name go out, then the arguments' own characters
+    as they come, up to the end of that object (a `</tool_call>` inside an argument string ends nothing);
+  * any other block is read whole when it closes, or when the reply ends: a JSON object with a string
+    "name" and "arguments" (an object, or JSON text) is a call; anything else is content, as written.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import uuid
+from dataclasses import dataclass
+
+from deltaserve.engine.server.openai_protocol import (
+    DeltaFunctionCall,
+    DeltaMessage,
+    DeltaToolCall,
+    FunctionCall,
+    ToolCall,
+)
+
+OPEN, CLOSE = "<tool_call>", "</tool_call>"
+# The head of a call written in the templates' order, up to the colon after "arguments".
+_HEAD = re.compile(r'\s*\{\s*"name"\s*:\s*"((?:[^"\\]|\\.)*)"\s*,\s*"arguments"\s*:')
+
+
+def new_call_id() -> str:
+    return "call_" + uuid.uuid4().hex[:24]
+
+
+def parse_call(body: str) -> tuple[str, str] | None:
+    """(name, arguments JSON text) of a whole block's body, or None when it holds no call."""
+    try:
+        obj = json.loads(body)
+    except ValueError:
+        return None
+    if not isinstance(obj, dict) or not isinstance(obj.get("name"), str) or not obj["name"]:
+        return None
+    arguments = obj.get("arguments", {})
+    if isinstance(arguments, str):
+        return obj["name"], arguments
+    if isinstance(arguments, dict):
+        return obj["name"], json.dumps(arguments, ensure_ascii=False)
+    return None
+
+
+class ObjectScan:
+    """Where the JSON object starting at `start` ends, each character read once as the text grows."""
+
+    def __init__(self, start: int) -> None:
+        self.pos, self.depth, self.in_string, self.escaped = start, 0, False, False
+        self.end: int | None = None
+
+    def advance(self, text: str) -> int | None:
+        """The object's end (exclusive) once `text` holds all of it, else None."""
+        i = self.pos
+        while self.end is None and i < len(text):
+            c = text[i]
+            i += 1
+            if self.in_string:
+                if self.escaped:
+                    self.escaped = False
+                elif c == "\\":
+                    self.escaped = True
+                elif c == '"':
+                    self.in_string = False
+            elif c == '"':
+                self.in_string = True
+            elif c in "{[":
+                self.depth += 1
+            elif c in "}]":
+                self.depth -= 1
+                if self.depth == 0:
+                    self.end = i
+        self.pos = i
+        return self.end
+
+
+@dataclass
+class _Block:
+    start: int  # where the block's body begins (after OPEN)
+    held: str  # the whitespace before OPEN: dropped if the block is a call, content if not
+    close_from: int  # where to look for CLOSE next
+    call: ToolCall | None = None  # set once the head is read (the streamed form)
+    index: int = 0  # the call's index among the reply's calls
+    scan: ObjectScan | None = None
+    sent: int = 0  # the arguments' characters sent so far end here
+
+
+class ToolCallParser:
+    """Feed a reply's text as it arrives; get the deltas to send (content, tool call pieces)."""
+
+    def __init__(self) -> None:
+        self.text = ""
+        self.pos = 0  # the text before this is settled
+        self.held = ""  # whitespace held back outside blocks
+        self.block: _Block | None = None
+        self.calls: list[ToolCall] = []
+        self.content = ""
+
+    def feed(self, piece: str, final: bool = False) -> list[DeltaMessage]:
+        """The deltas `piece` settles; `final` (the reply's end) settles everything."""
+        self.text += piece
+        out: list[DeltaMessage] = []
+        while self._step_block(out, final) if self.block else self._step_outside(out, final):
+            pass
+        if final and self.held and not self.calls:
+            self._send_content(out, self.held)
+        if final:
+            self.held = ""
+        return out
+
+    # ---- outside a block
+
+    def _step_outside(self, out: list[DeltaMessage], final: bool) -> bool:
+        i = self.text.find(OPEN, self.pos)
+        if i >= 0:
+            self._content(out, self.text[self.pos:i])
+            self.block = _Block(start=i + len(OPEN), held=self.held, close_from=i + len(OPEN))
+            self.held, self.pos = "", i + len(OPEN)
+            return True
+        end = len(self.text) if final else len(self.text) - self._tag_start_at_end()
+        self._content(out, self.text[self.pos:end])
+        self.pos = end
+        return False
+
+    def _tag_start_at_end(self) -> int:
+        """How many characters at the end could still become OPEN."""
+        for k in range(len(OPEN) - 1, 0, -1):
+            if len(self.text) - k >= self.pos and self.text.endswith(OPEN[:k]):
+                return k
+        return 0
+
+    def _content(self, out: list[DeltaMessage], text: str) -> None:
+        body = text.rstrip()
+        if body:
+            if self.calls and not self.content:  # content starting after a call: not with whitespace
+                self.held, text, body = "", text.lstrip(), body.lstrip()
+            self._send_content(out, self.held + body)
+            self.held = text[len(body):]
+        else:
+            self.held += text
+
+    def _send_content(self, out: list[DeltaMessage], text: str) -> None:
+        self.content += text
+        out.append(DeltaMessage(content=text))
+
+    # ---- inside a block
+
+    def _step_block(self, out: list[DeltaMessage], final: bool) -> bool:
+        block = self.block
+        assert block is not None
+        if block.call is None and not self._read_head(out, block):
+            close = self.text.find(CLOSE, block.close_from)
+            if close < 0:
+                block.close_from = max(block.start, len(self.text) - len(CLOSE) + 1)
+                if not final:
+                    return False
+                self._read_whole(out, block, len(self.text), closed=False)
+            else:
+                self._read_whole(out, block, close, closed=True)
+            return True
+        return self._stream_arguments(out, block, final)
+
+    def _read_head(self, out: list[DeltaMessage], block: _Block) -> bool:
+        """Start the streamed form of a call once its head and the `{` of its arguments are in."""
+        m = _HEAD.match(self.text, block.start)
+        if m is None:
+            return False
+        value = m.end()
+        while value < len(self.text) and self.text[value].isspace():
+            value += 1
+        if value >= len(self.text) or self.text[value] != "{" or CLOSE in self.text[block.start:value]:
+            return False
+        try:
+            name = json.loads(f'"{m.group(1)}"')
+        except ValueError:
+            return False
+        block.call, block.index = self._add_call(out, name, ""), len(self.calls) - 1
+        block.scan, block.sent = ObjectScan(value), value
+        return True
+
+    def _stream_arguments(self, out: list[DeltaMessage], block: _Block, final: bool) -> bool:
+        assert block.call is not None and block.scan is not None
+        end = block.scan.advance(self.text)
+        upto = len(self.text) if end is None else end
+        if upto > block.sent:
+            piece = self.text[block.sent:upto]
+            block.call.function.arguments += piece
+            out.append(DeltaMessage(tool_calls=[DeltaToolCall(index=block.index,
+                                                              function=DeltaFunctionCall(arguments=piece))]))
+            block.sent = upto
+        close = -1 if end is None else self.text.find(CLOSE, max(end, block.close_from))
+        if close >= 0:
+            self.block, self.pos = None, close + len(CLOSE)
+            return True
+        if end is not None:
+            block.close_from = max(end, len(self.text) - len(CLOSE) + 1)
+        if final:
+            self.block, self.pos = None, len(self.text)
+        return False
+
+    def _read_whole(self, out: list[DeltaMessage], block: _Block, end: int, closed: bool) -> None:
+        body = self.text[block.start:end]
+        self.block, self.pos = None, end + (len(CLOSE) if closed else 0)
+        parsed = parse_call(body)
+        if parsed is None:  # no call: the block is content, the whitespace before it too
+            self.held = block.held
+            self._content(out, OPEN + body + (CLOSE if closed else ""))
+            return
+        self._add_call(out, *parsed)
+
+    def _add_call(self, out: list[DeltaMessage], name: str, arguments: str) -> ToolCall:
+        call = ToolCall(id=new_call_id(), function=FunctionCall(name=name, arguments=arguments))
+        self.calls.append(call)
+        head = DeltaToolCall(index=len(self.calls) - 1, id=call.id, type="function",
+                             function=DeltaFunctionCall(name=name, arguments=arguments))
+        out.append(DeltaMessage(tool_calls=[head]))
+        return call
+
+
+class PlainText:
+    """The reply of a request without tools: every piece is content as it comes."""
+
+    def __init__(self) -> None:
+        self.calls: list[ToolCall] = []
+        self.content = ""
+
+    def feed(self, piece: str, final: bool = False) -> list[DeltaMessage]:
+        self.content += piece
+        return [DeltaMessage(content=piece)] if piece else []

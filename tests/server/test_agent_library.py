@@ -1,0 +1,76 @@
+"""An agent library that drives tools through chat completions (openai-agents' chat-completions model)
+completes a two-tool task against the real server, plain and streamed: it reads the parallel calls, runs
+its tools, sends their results back as `tool` messages, and takes the final answer. The model's replies
+are forced (`scripted`): what is under test is the wire, not the tiny model's judgement."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+
+import pytest
+
+from tests.server.conftest import TINY
+
+agents = pytest.importorskip("agents", reason="openai-agents is a dev dependency")
+openai = pytest.importorskip("openai")
+
+CALLS = ('<tool_call>\n{"name": "add", "arguments": {"a": 2, "b": 3}}\n</tool_call>\n'
+         '<tool_call>\n{"name": "multiply", "arguments": {"a": 4, "b": 5}}\n</tool_call>')
+ANSWER = "2 + 3 = 5 and 4 * 5 = 20."
+
+
+def make_agent(url: str, ran: list):
+    @agents.function_tool
+    def add(a: int, b: int) -> int:
+        """Add two integers."""
+        ran.append(("add", a, b))
+        return a + b
+
+    @agents.function_tool
+    def multiply(a: int, b: int) -> int:
+        """Multiply two integers."""
+        ran.append(("multiply", a, b))
+        return a * b
+
+    client = openai.AsyncOpenAI(base_url=url + "/v1", api_key="EMPTY", max_retries=0)
+    model = agents.OpenAIChatCompletionsModel(model=TINY, openai_client=client)
+    return agents.Agent(name="calculator", instructions="Use the tools.", tools=[add, multiply], model=model)
+
+
+def check_second_prompt(script) -> None:
+    """The tools' results went back to the model, each after the call it answers."""
+    second = script.prompts[1]
+    assert '{"name": "add", "arguments": {"a": 2, "b": 3}}' in second
+    assert "<tool_response>\n5\n</tool_response>" in second
+    assert "<tool_response>\n20\n</tool_response>" in second
+
+
+@pytest.fixture(autouse=True)
+def no_tracing():
+    agents.set_tracing_disabled(True)  # traces would go to OpenAI's servers
+
+
+def test_an_agent_runs_two_tools_and_answers(tool_server, scripted):
+    script, ran = scripted(CALLS, ANSWER), []
+    result = agents.Runner.run_sync(make_agent(tool_server.url, ran), "What are 2 + 3 and 4 * 5?")
+    assert result.final_output == ANSWER
+    assert ran == [("add", 2, 3), ("multiply", 4, 5)]
+    check_second_prompt(script)
+    sent = [item.raw_item for item in result.new_items if item.type == "tool_call_item"]
+    assert [(c.name, json.loads(c.arguments)) for c in sent] == [("add", {"a": 2, "b": 3}),
+                                                                ("multiply", {"a": 4, "b": 5})]
+
+
+def test_an_agent_streams_the_same_task(tool_server, scripted):
+    script, ran = scripted(CALLS, ANSWER), []
+
+    async def run():
+        streamed = agents.Runner.run_streamed(make_agent(tool_server.url, ran), "What are 2 + 3 and 4 * 5?")
+        async for _ in streamed.stream_events():
+            pass
+        return streamed.final_output
+
+    assert asyncio.run(run()) == ANSWER
+    assert sorted(ran) == [("add", 2, 3), ("multiply", 4, 5)]
+    check_second_prompt(script)
