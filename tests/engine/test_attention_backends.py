@@ -67,11 +67,16 @@ def qwen2(tmp_path_factory):
     return load_model(str(make_tiny_model_dir(tmp_path_factory.mktemp("m") / "qwen2", "qwen2")))
 
 
-def test_flex_forward_runs_on_the_meta_device_with_every_kernel_input_there(qwen2, monkeypatch):
+@pytest.mark.parametrize("window", [None, 24], ids=["full", "sliding window"])
+def test_flex_forward_runs_on_the_meta_device_with_every_kernel_input_there(tmp_path, monkeypatch, window):
     """The CUDA path's forward with no CPU op in it: on the meta device any CPU tensor in an op fails."""
+    arch = "mistral" if window else "qwen2"
+    loaded = load_model(str(make_tiny_model_dir(tmp_path / arch, arch, sliding_window=window) if window
+                            else make_tiny_model_dir(tmp_path / arch, arch)))
     meta = torch.device("meta")
-    weights = {k: v.to(meta) for k, v in qwen2.weights.items()}
-    model = LlamaModel(qwen2.hf_config, weights, torch.bfloat16, meta, 512, quant="none", head_quant="none")
+    weights = {k: v.to(meta) for k, v in loaded.weights.items()}
+    model = LlamaModel(loaded.hf_config, weights, torch.bfloat16, meta, 512, quant="none", head_quant="none")
+    assert model.sliding_window == window
     kv = KVCache(model.num_layers, 64, BS, model.num_kv_heads, model.head_dim, torch.bfloat16, meta)
     calls = []
 
