@@ -15,7 +15,7 @@ from deltaserve.engine.server.tool_use import ToolPlan
 class ChatReply:
     def __init__(self, plan: ToolPlan) -> None:
         self.plan = plan
-        self.parser = ToolCallParser() if plan.parse else PlainText()
+        self.parser = ToolCallParser(frozenset(plan.schemas), plan.one_call) if plan.parse else PlainText()
         self._pending = self.parser.feed(plan.prefill) if plan.prefill else []
 
     def feed(self, text: str, final: bool = False) -> list[DeltaMessage]:

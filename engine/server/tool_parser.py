@@ -1,16 +1,21 @@
-"""Tool calls in the Hermes / Qwen2.5 form, read from a reply as it streams: `<tool_call>{"name": ...,
-"arguments": {...}}</tool_call>` blocks among the content.
+"""Tool calls read from a reply as it streams: the Hermes / Qwen2.5 form, `<tool_call>{"name": ...,
+"arguments": {...}}</tool_call>` blocks among the content, and the fenced form small models fall back to
+(```json {"name": ..., "arguments": {...}} ```; Qwen2.5-Coder-1.5B answers so despite its template).
 
 One parser serves streaming and plain responses: a plain one feeds the whole reply at once and merges the
 deltas, so the two always agree, however the text arrived in pieces. The rules depend on the text alone:
   * outside a block the text is content; a whitespace run is held back until text follows it, and dropped
     where a call begins, before content that starts after a call, and at the end of a reply that made calls
     (a reply with no call keeps every byte);
-  * a block whose JSON opens with "name" and then "arguments": {...} (the order chat templates show the
-    model) is a call as soon as that `{` arrives: its id and name go out, then the arguments' own characters
-    as they come, up to the end of that object (a `</tool_call>` inside an argument string ends nothing);
+  * a `<tool_call>` block whose JSON opens with "name" and then "arguments": {...} (the order chat templates
+    show the model) is a call as soon as that `{` arrives: its id and name go out, then the arguments' own
+    characters as they come, up to the end of that object (a `</tool_call>` in an argument string ends
+    nothing);
   * any other block is read whole when it closes, or when the reply ends: a JSON object with a string
-    "name" and "arguments" (an object, or JSON text) is a call; anything else is content, as written.
+    "name" and "arguments" (an object, or JSON text) is a call, and so are several (one after another, or
+    in a list); a fenced block
+    only when every name is one of the request's tools (else it is code the model showed). Anything else is
+    content, as written.
 """
 
 from __future__ import annotations
@@ -29,6 +34,8 @@ from deltaserve.engine.server.openai_protocol import (
 )
 
 OPEN, CLOSE = "<tool_call>", "</tool_call>"
+FENCE_OPEN, FENCE_CLOSE = "```json", "```"
+CLOSES = {OPEN: CLOSE, FENCE_OPEN: FENCE_CLOSE}
 # The head of a call written in the templates' order, up to the colon after "arguments".
 _HEAD = re.compile(r'\s*\{\s*"name"\s*:\s*"((?:[^"\\]|\\.)*)"\s*,\s*"arguments"\s*:')
 
@@ -37,12 +44,7 @@ def new_call_id() -> str:
     return "call_" + uuid.uuid4().hex[:24]
 
 
-def parse_call(body: str) -> tuple[str, str] | None:
-    """(name, arguments JSON text) of a whole block's body, or None when it holds no call."""
-    try:
-        obj = json.loads(body)
-    except ValueError:
-        return None
+def _one_call(obj: object) -> tuple[str, str] | None:
     if not isinstance(obj, dict) or not isinstance(obj.get("name"), str) or not obj["name"]:
         return None
     arguments = obj.get("arguments", {})
@@ -51,6 +53,26 @@ def parse_call(body: str) -> tuple[str, str] | None:
     if isinstance(arguments, dict):
         return obj["name"], json.dumps(arguments, ensure_ascii=False)
     return None
+
+
+def _json_values(text: str) -> list[object] | None:
+    """The JSON values `text` holds one after another (whitespace between), or None if it holds others."""
+    decoder, values, at = json.JSONDecoder(), [], 0
+    while (at := len(text) - len(text[at:].lstrip())) < len(text):
+        try:
+            value, at = decoder.raw_decode(text, at)
+        except ValueError:
+            return None
+        values.append(value)
+    return values
+
+
+def parse_calls(body: str) -> list[tuple[str, str]] | None:
+    """[(name, arguments JSON text)] of a whole block's body (calls, or lists of them, one after another),
+    or None when it holds anything else."""
+    values = _json_values(body) or []
+    calls = [_one_call(o) for v in values for o in (v if isinstance(v, list) else [v])]
+    return calls if calls and None not in calls else None  # type: ignore[return-value]
 
 
 class ObjectScan:
@@ -87,7 +109,8 @@ class ObjectScan:
 
 @dataclass
 class _Block:
-    start: int  # where the block's body begins (after OPEN)
+    tag: str  # OPEN or FENCE_OPEN
+    start: int  # where the block's body begins (after the tag)
     held: str  # the whitespace before OPEN: dropped if the block is a call, content if not
     close_from: int  # where to look for CLOSE next
     call: ToolCall | None = None  # set once the head is read (the streamed form)
@@ -97,9 +120,11 @@ class _Block:
 
 
 class ToolCallParser:
-    """Feed a reply's text as it arrives; get the deltas to send (content, tool call pieces)."""
+    """Feed a reply's text as it arrives; get the deltas to send (content, tool call pieces). `tools`: the
+    request's tool names (a fenced block is a call only to one of them)."""
 
-    def __init__(self) -> None:
+    def __init__(self, tools: frozenset[str] = frozenset(), one_call: bool = False) -> None:
+        self.tools, self.one_call = tools, one_call  # one_call: the reply ends with its first call
         self.text = ""
         self.pos = 0  # the text before this is settled
         self.held = ""  # whitespace held back outside blocks
@@ -113,6 +138,8 @@ class ToolCallParser:
         out: list[DeltaMessage] = []
         while self._step_block(out, final) if self.block else self._step_outside(out, final):
             pass
+        if self.one_call and self.calls and self.block is None:
+            self.pos = len(self.text)  # what follows the call is not part of the reply
         if final and self.held and not self.calls:
             self._send_content(out, self.held)
         if final:
@@ -122,11 +149,16 @@ class ToolCallParser:
     # ---- outside a block
 
     def _step_outside(self, out: list[DeltaMessage], final: bool) -> bool:
-        i = self.text.find(OPEN, self.pos)
-        if i >= 0:
+        if self.one_call and self.calls:
+            self.pos = len(self.text)
+            return False
+        found = [(i, tag) for tag in CLOSES if (i := self.text.find(tag, self.pos)) >= 0]
+        if found:
+            i, tag = min(found)
             self._content(out, self.text[self.pos:i])
-            self.block = _Block(start=i + len(OPEN), held=self.held, close_from=i + len(OPEN))
-            self.held, self.pos = "", i + len(OPEN)
+            start = i + len(tag)
+            self.block = _Block(tag=tag, start=start, held=self.held, close_from=start)
+            self.held, self.pos = "", start
             return True
         end = len(self.text) if final else len(self.text) - self._tag_start_at_end()
         self._content(out, self.text[self.pos:end])
@@ -134,9 +166,9 @@ class ToolCallParser:
         return False
 
     def _tag_start_at_end(self) -> int:
-        """How many characters at the end could still become OPEN."""
-        for k in range(len(OPEN) - 1, 0, -1):
-            if len(self.text) - k >= self.pos and self.text.endswith(OPEN[:k]):
+        """How many characters at the end could still become a tag."""
+        for k in range(max(map(len, CLOSES)) - 1, 0, -1):
+            if len(self.text) - k >= self.pos and any(self.text.endswith(tag[:k]) for tag in CLOSES):
                 return k
         return 0
 
@@ -159,10 +191,11 @@ class ToolCallParser:
     def _step_block(self, out: list[DeltaMessage], final: bool) -> bool:
         block = self.block
         assert block is not None
-        if block.call is None and not self._read_head(out, block):
-            close = self.text.find(CLOSE, block.close_from)
+        if block.call is None and (block.tag != OPEN or not self._read_head(out, block)):
+            close_tag = CLOSES[block.tag]
+            close = self.text.find(close_tag, block.close_from)
             if close < 0:
-                block.close_from = max(block.start, len(self.text) - len(CLOSE) + 1)
+                block.close_from = max(block.start, len(self.text) - len(close_tag) + 1)
                 if not final:
                     return False
                 self._read_whole(out, block, len(self.text), closed=False)
@@ -210,14 +243,17 @@ class ToolCallParser:
         return False
 
     def _read_whole(self, out: list[DeltaMessage], block: _Block, end: int, closed: bool) -> None:
-        body = self.text[block.start:end]
-        self.block, self.pos = None, end + (len(CLOSE) if closed else 0)
-        parsed = parse_call(body)
-        if parsed is None:  # no call: the block is content, the whitespace before it too
+        body, close_tag = self.text[block.start:end], CLOSES[block.tag]
+        self.block, self.pos = None, end + (len(close_tag) if closed else 0)
+        calls = parse_calls(body)
+        if calls and block.tag == FENCE_OPEN and any(name not in self.tools for name, _ in calls):
+            calls = None  # JSON the model showed, not a call
+        if calls is None:  # no call: the block is content, the whitespace before it too
             self.held = block.held
-            self._content(out, OPEN + body + (CLOSE if closed else ""))
+            self._content(out, block.tag + body + (close_tag if closed else ""))
             return
-        self._add_call(out, *parsed)
+        for name, arguments in calls[:1] if self.one_call else calls:
+            self._add_call(out, name, arguments)
 
     def _add_call(self, out: list[DeltaMessage], name: str, arguments: str) -> ToolCall:
         call = ToolCall(id=new_call_id(), function=FunctionCall(name=name, arguments=arguments))

@@ -5,7 +5,7 @@ renders them in the `<tool_call>` form (template.py) can serve them; any other i
 so is a history with tool calls in it. tool_choice:
     auto (the default)  tools in the prompt, calls read from the reply
     none                no tools in the prompt, the reply is plain content
-    required            the reply is begun with `<tool_call>` for the model: it writes the call
+    required            the reply is begun with `<tool_call>{"name": "` for the model: it writes the call
     a named function    the reply is begun with that call's name; it ends with the call
 `parallel_tool_calls: false` ends the reply with its first call. The model writes every call itself: a
 reply that ends without the call it was asked for, a call to a function the request does not have, or
@@ -47,6 +47,7 @@ class ToolPlan:
     stop: tuple[str, ...] = ()  # stop strings besides the request's own
     parse: bool = False  # whether the reply is read for tool calls
     required: bool = False  # whether a reply without a call is an error
+    one_call: bool = False  # whether the reply ends with its first call
     schemas: dict[str, dict | None] = field(default_factory=dict)  # each tool's parameters, by name
     strict: frozenset[str] = frozenset()  # the tools whose arguments must validate against their schema
 
@@ -112,17 +113,19 @@ def tool_plan(req: ChatCompletionRequest, refused: str | None) -> ToolPlan:
     strict = frozenset(t.function.name for t in tools if t.function.strict)
     for name in strict:
         _check_schema(name, schemas[name] or {})
-    one_call = (CLOSE,) if req.parallel_tool_calls is False else ()
-    plan = ToolPlan(tools=template_tools(tools), parse=True, schemas=schemas, strict=strict, stop=one_call)
-    if choice == "required":
-        return replace(plan, prefill=OPEN + "\n", required=True)
+    one_call = req.parallel_tool_calls is False
+    plan = ToolPlan(tools=template_tools(tools), parse=True, schemas=schemas, strict=strict,
+                    stop=(CLOSE,) if one_call else (), one_call=one_call)
+    if choice == "required":  # begun up to the name: after a bare <tool_call> small models wander off
+        return replace(plan, prefill=OPEN + '\n{"name": "', required=True)
     if isinstance(choice, NamedToolChoice):
         name = choice.function.name
         if name not in schemas:
             raise APIError(400, f"tool_choice.function.name: {name!r} is not among the request's tools",
                            param="tool_choice.function.name", code="invalid_value")
         prefill = f'{OPEN}\n{{"name": {json.dumps(name)}, "arguments":'
-        return replace(plan, prefill=prefill, required=True, stop=(CLOSE,), schemas={name: schemas[name]})
+        return replace(plan, prefill=prefill, required=True, stop=(CLOSE,), one_call=True,
+                       schemas={name: schemas[name]})
     return plan
 
 

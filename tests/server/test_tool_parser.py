@@ -1,6 +1,7 @@
-"""The `<tool_call>` reader: a reply cut into any pieces gives the same content and calls as the whole reply
+"""The tool-call reader: a reply cut into any pieces gives the same content and calls as the whole reply
 (a plain response and a stream always agree), calls stream as id and name first, then the arguments' own
-characters; a block that holds no call is content as written, and a reply with no call keeps every byte."""
+characters; a block that holds no call is content as written, and a reply with no call keeps every byte;
+the fenced form small models fall back to is a call only to one of the request's tools."""
 
 from __future__ import annotations
 
@@ -10,6 +11,8 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from deltaserve.engine.server.tool_parser import ToolCallParser
+
+TOOLS = frozenset({"get_weather", "search", "note"})
 
 WEATHER = '<tool_call>\n{"name": "get_weather", "arguments": {"city": "Paris", "days": [1, 2]}}\n</tool_call>'
 REPLIES = [
@@ -23,11 +26,15 @@ REPLIES = [
     "a <tool_ca",  # half a tag at the end is content
     '<tool_call>\n{"name": "get_weather", "arguments": {"city": "Par',  # cut by max_tokens
     WEATHER + "\nDone.\n",
+    'Here:\n```json\n{\n  "name": "search",\n  "arguments": {"q": "x"}\n}\n```',  # Qwen2.5-Coder-1.5B's form
+    '```json\n{"name": "rm_rf", "arguments": {}}\n```\n',  # not a tool of the request: code it showed
+    '```json\n[{"name": "search", "arguments": {"q": 1}}, {"name": "note", "arguments": {"text": "t"}}]\n```',
+    '```json\n{"name": "search", "arguments": {"q": 1}}\n{"name": "note", "arguments": {"text": "t"}}\n```',
 ]
 
 
-def read(reply: str, cuts: list[int]) -> tuple[ToolCallParser, list]:
-    parser, deltas, at = ToolCallParser(), [], 0
+def read(reply: str, cuts: list[int], one_call: bool = False) -> tuple[ToolCallParser, list]:
+    parser, deltas, at = ToolCallParser(TOOLS, one_call), [], 0
     for n in cuts:
         deltas += parser.feed(reply[at:at + n])
         at += n
@@ -96,3 +103,16 @@ def test_a_cut_call_keeps_what_was_written():
 def test_text_after_a_call_is_content_without_the_whitespace_around_the_call():
     assert result(read(REPLIES[8], [4] * 40)[0])[0] == "Done."
     assert result(read("Sure.\n" + WEATHER + "\nDone.\n", [4] * 40)[0])[0] == "Sure.\nDone."
+
+
+def test_the_fenced_form_is_a_call_only_to_a_tool_of_the_request():
+    assert result(read(REPLIES[9], [3] * 40)[0]) == ("Here:", [("search", '{"q": "x"}')])
+    assert result(read(REPLIES[10], [3] * 40)[0]) == (REPLIES[10], [])
+    assert result(read(REPLIES[11], [])[0]) == ("", [("search", '{"q": 1}'), ("note", '{"text": "t"}')])
+    assert result(read(REPLIES[12], [])[0]) == result(read(REPLIES[11], [])[0])  # one after another
+
+
+def test_one_call_ends_the_reply_with_its_first_call():
+    assert result(read(REPLIES[0], [5] * 60, one_call=True)[0]) == (
+        "Sure.", [("get_weather", '{"city": "Paris", "days": [1, 2]}')])
+    assert result(read(REPLIES[11], [], one_call=True)[0]) == ("", [("search", '{"q": 1}')])
