@@ -19,8 +19,11 @@ from __future__ import annotations
 
 import hashlib
 import json
+import logging
 import os
 import shutil
+import subprocess
+import sys
 import tempfile
 from dataclasses import dataclass
 from pathlib import Path
@@ -32,6 +35,8 @@ from deltaserve.engine.bundled import BUNDLED, bundled_gguf, cache_root, recorde
 from deltaserve.engine.checkpoint import CheckpointWeights
 from deltaserve.engine.errors import ModelNotFoundError
 from deltaserve.engine.hub import hub_snapshot, looks_like_hub_id
+
+log = logging.getLogger(__name__)
 
 ACCEPTED_FORMS = (
     f"accepted forms: {', '.join(repr(n) for n in BUNDLED)} (bundled), "
@@ -90,10 +95,28 @@ def gguf_cache_dir(gguf: Path) -> Path:
 
 
 def convert_gguf(gguf: Path) -> Path:
-    """Dequantize a GGUF into a cached HF directory once; return that directory."""
+    """Dequantize a GGUF into a cached HF directory once; return that directory. transformers dequantizes
+    the whole model at once (5.5 GB at its peak for the 1.5B model), so it runs in a process of its own:
+    the engine's process never holds that memory (nor the heap it would leave behind). Where the child
+    cannot run or fails, it runs here (which raises the real error, if there is one)."""
     target = gguf_cache_dir(gguf)
     if (target / "complete.json").is_file():
         return target
+    try:
+        subprocess.run([sys.executable, "-c", CONVERT_IN_CHILD, str(gguf)], check=False)
+    except OSError as e:
+        log.warning("cannot start a process to convert %s (%s); converting here", gguf, e)
+    if not (target / "complete.json").is_file():
+        dequantize_gguf(gguf, target)
+    return target
+
+
+CONVERT_IN_CHILD = ("import sys; from pathlib import Path; from deltaserve.engine import loader; "
+                    "g = Path(sys.argv[1]); loader.dequantize_gguf(g, loader.gguf_cache_dir(g))")
+
+
+def dequantize_gguf(gguf: Path, target: Path) -> None:
+    """transformers' dequantization of `gguf` written to `target` as an HF directory (atomically)."""
     from transformers import AutoModelForCausalLM, AutoTokenizer  # heavy (seconds): only when loading a model
 
     target.parent.mkdir(parents=True, exist_ok=True)
@@ -121,7 +144,6 @@ def convert_gguf(gguf: Path) -> Path:
                 raise
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
-    return target
 
 
 def read_weights(model_dir: Path, identity: str | None = None) -> CheckpointWeights:

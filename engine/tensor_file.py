@@ -36,7 +36,10 @@ class TensorDict(dict):
     def view(self, name: str) -> torch.Tensor:
         return self[name]
 
-    read = view
+    def read(self, name: str) -> torch.Tensor:
+        """The tensor, given up: what is read is transformed at load (packed), so the dict need not keep
+        the int8 weights beside their packings."""
+        return self.pop(name)
 
 
 class TensorFileError(ValueError):

@@ -28,7 +28,8 @@ def outputs(lin: QuantizedLinear) -> list[torch.Tensor]:
 
 
 def build(stored: TensorDict, packer: Packer | None = None) -> QuantizedLinear:
-    return QuantizedLinear.from_parts(stored, "int8", torch.bfloat16, dynamic=True, packer=packer)
+    """A linear from a copy of `stored` (reading the int8 weights for packing takes them out of the dict)."""
+    return QuantizedLinear.from_parts(TensorDict(stored), "int8", torch.bfloat16, dynamic=True, packer=packer)
 
 
 def test_parts_threads_and_row_chunks_change_no_number(monkeypatch):
