@@ -97,6 +97,7 @@ class Match:
     # source line i -> file line index (None: a blank source line the file does not have there). None
     # for the one-to-one strategies, where source line i is file line start + i.
     align: list[int | None] | None = None
+    new_length: int = 0  # how many lines the matched ones became (set by apply_hunks, for the edit's report)
 
 
 
@@ -561,6 +562,7 @@ def apply_hunks(file_lines: list[str], file_endings: list[str], hunks: list[Hunk
             new_lines.append(file_lines[pos])
             new_endings.append(file_endings[pos])
             pos += 1
+        m.new_length = len(new_lines)
         out_lines[m.start : m.start + m.length] = new_lines
         out_endings[m.start : m.start + m.length] = new_endings
     return out_lines, out_endings, matches

@@ -20,7 +20,8 @@ from pathlib import Path
 
 from deltaserve.errors import AmbiguousHunkError, NoChangesError, PatchError
 from deltaserve.tools.diff_parse import DiffParseError, FilePatch, parse_diff, strip_ab
-from deltaserve.tools.hunks import STRATEGIES, Hunk, HunkError, apply_hunks
+from deltaserve.tools.diff_report import Span, Spans, compose, replaced, unified_diff
+from deltaserve.tools.hunks import STRATEGIES, Hunk, HunkError, Match, apply_hunks
 from deltaserve.tools.search_replace import SearchReplace, parse_search_replace_blocks, search_replace_hunk
 from deltaserve.tools.symbols import replace_symbols
 from deltaserve.tools.textfile import TextFile, atomic_write, check_encodable, split_lines, with_executable
@@ -71,6 +72,7 @@ class _Change:
     real: Path
     before: TextFile | None  # None: the file did not exist
     after: TextFile | None  # None: delete
+    spans: Spans = None  # the lines the edits replaced (tools.diff_report); None: the whole file
 
 
 class _Plan:
@@ -101,12 +103,18 @@ class _Plan:
             return self.changes[rel].after
         return self._original(rel)
 
-    def set(self, rel: str, after: TextFile | None) -> None:
+    def set(self, rel: str, after: TextFile | None, spans: Spans = None) -> None:
+        """`rel`'s content from now on; `spans`: the lines replaced in its current content (None: all)."""
         if rel in self.changes:
-            self.changes[rel].after = after
+            change = self.changes[rel]
+            change.after, change.spans = after, compose(change.spans, spans)
             return
         before = self._original(rel)
-        self.changes[rel] = _Change(rel, self.ws.edit_target(rel), before, after)
+        self.changes[rel] = _Change(rel, self.ws.edit_target(rel), before, after, spans)
+
+    def undo(self, rel: str) -> None:
+        """Forget this plan's edits of `rel`: its current content is its original again."""
+        self.changes.pop(rel, None)
 
     def result(self) -> PatchResult:
         res = PatchResult(hunks=self.hunks)
@@ -120,12 +128,7 @@ class _Plan:
                 continue
             res.files_changed.append(rel)
             res.new_contents[rel] = new
-            diffs.append("".join(difflib.unified_diff(
-                (old or "").replace("\r\n", "\n").splitlines(keepends=True),
-                (new or "").replace("\r\n", "\n").splitlines(keepends=True),
-                fromfile=f"a/{rel}" if old is not None else "/dev/null",
-                tofile=f"b/{rel}" if new is not None else "/dev/null",
-            )))
+            diffs.append(unified_diff(ch.before, ch.after, rel, ch.spans))
         res.diff = "".join(d if d.endswith("\n") or not d else d + "\n" for d in diffs)
         return res
 
@@ -286,9 +289,14 @@ def _plan_file_patch(ws: Workspace, plan: _Plan, fp: FilePatch, old: str | None,
         if plan.current(target) is not None:
             raise PatchError(f"cannot rename {old} to {target}: {target} already exists", target)
         plan.set(old, None)
-    plan.set(target, after)
+    plan.set(target, after, _replaced(matches) if target == old else None)
     for i, m in enumerate(matches):
         plan.hunks.append(HunkResult(target, i, m.strategy, m.start + 1))
+
+
+def _replaced(matches: list[Match]) -> list[Span]:
+    """The spans of lines that hunks applied together replaced, for the edit's report."""
+    return replaced((m.start, m.length, m.new_length) for m in matches)
 
 
 def _merge_same_file(ws: Workspace, patches: list[FilePatch]):
@@ -405,7 +413,7 @@ def apply_search_replace_blocks(
         hunk = search_replace_hunk(search, replace)
         try:
             lines, endings, (m,) = apply_hunks(current.lines, current.endings, [hunk])
-            strategy, line = m.strategy, m.start + 1
+            strategy, line, spans = m.strategy, m.start + 1, _replaced([m])
         except AmbiguousHunkError as exc:
             file_blocks = [b for b in blocks if ws.relpath(b.path) == rel]
             if not _blocks_in_file_order(plan, rel, before[rel], file_blocks):
@@ -417,8 +425,9 @@ def apply_search_replace_blocks(
             if fragment is None:
                 raise _search_failure(rel, n, exc, hunk) from None
             (lines, line), endings, strategy = fragment, current.endings, "in-line"
+            spans = [Span(line - 1, line, line - 1, line)]
         final = current.final_newline
-        plan.set(rel, current.with_lines(lines, endings, final))
+        plan.set(rel, current.with_lines(lines, endings, final), spans)
         plan.hunks.append(HunkResult(rel, idx, strategy, line))
     return _finish(plan, dry_run, _unchanged_blocks(ws, blocks))
 
@@ -450,7 +459,8 @@ def _blocks_in_file_order(plan: _Plan, rel: str, original: TextFile | None,
         lines, endings, matches = apply_hunks(original.lines, original.endings, hunks)
     except HunkError:
         return False
-    plan.set(rel, original.with_lines(lines, endings, original.final_newline))
+    plan.undo(rel)  # the blocks placed before this one are placed again, with the rest
+    plan.set(rel, original.with_lines(lines, endings, original.final_newline), _replaced(matches))
     plan.hunks[:] = [h for h in plan.hunks if h.file != rel]
     plan.hunks.extend(HunkResult(rel, i, m.strategy, m.start + 1) for i, m in enumerate(matches))
     return True
