@@ -45,12 +45,15 @@ class TakenRanges:
     def overlaps(self, start: int, length: int) -> bool:
         end = start + length
         i = bisect.bisect_left(self._ranges, (start, -1))
-        for s, size in self._ranges[i:]:  # ranges starting at or after `start`
+        ranges = self._ranges  # walked by index: a slice would copy the list on every call (quadratic)
+        for j in range(i, len(ranges)):  # ranges starting at or after `start`
+            s, size = ranges[j]
             if s > end:
                 break
             if overlaps(start, length, s, size):
                 return True
-        for s, size in reversed(self._ranges[:i]):  # ranges starting before it, nearest first
+        for j in range(i - 1, -1, -1):  # ranges starting before it, nearest first
+            s, size = ranges[j]
             if overlaps(start, length, s, size):
                 return True
             if s + size <= start:
