@@ -41,6 +41,17 @@ class TensorDict(dict):
         the int8 weights beside their packings."""
         return self.pop(name)
 
+    def shape(self, name: str) -> list[int]:
+        return list(self[name].shape)
+
+    def read_rows(self, name: str, start: int, out: torch.Tensor) -> torch.Tensor:
+        """Rows [start, start + len(out)) copied into `out`; the tensor is given up with its last row."""
+        t = self[name]
+        out.copy_(t[start:start + out.shape[0]])
+        if start + out.shape[0] >= t.shape[0]:
+            del self[name]
+        return out
+
 
 class TensorFileError(ValueError):
     """The file is not a complete safetensors file (truncated, overwritten, not one at all)."""
@@ -102,15 +113,28 @@ class TensorFile:
 
     def read(self, name: str) -> torch.Tensor:
         """The tensor in fresh memory (one pread straight into it)."""
+        dtype, shape, _ = self.entries[name]
+        return self.read_rows(name, 0, torch.empty(shape, dtype=dtype))
+
+    def shape(self, name: str) -> list[int]:
+        return list(self.entries[name][1])
+
+    def read_rows(self, name: str, start: int, out: torch.Tensor) -> torch.Tensor:
+        """Rows [start, start + len(out)) of the tensor read straight into `out` (contiguous, its dtype), e.g.
+        the memory of a quantized tensor that fbgemm then packs: no copy in between."""
         dtype, shape, offset = self.entries[name]
-        t = torch.empty(shape, dtype=dtype)
-        buf, pos = _bytes(t), 0
+        row_bytes = dtype.itemsize
+        for d in shape[1:]:
+            row_bytes *= d
+        buf, pos, first = _bytes(out), 0, self._start + offset + start * row_bytes
+        if out.dtype != dtype or start + (out.shape[0] if out.dim() else 1) > (shape[0] if shape else 1):
+            raise ValueError(f"{name!r}: cannot read {tuple(out.shape)} {out.dtype} from row {start}")
         while pos < len(buf):
-            got = os.preadv(self._fd, [buf[pos:]], self._start + offset + pos)
+            got = os.preadv(self._fd, [buf[pos:]], first + pos)
             if got <= 0:
                 raise TensorFileError(f"{self.path} ended while reading {name!r}")
             pos += got
-        return t
+        return out
 
     def view(self, name: str) -> torch.Tensor:
         """The tensor as a view of a private map of the file: no copy, and only its pages that are read come

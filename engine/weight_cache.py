@@ -56,6 +56,12 @@ class Scoped:
     def read(self, part: str):
         return self.tensors.read(self.prefix + part)
 
+    def shape(self, part: str) -> list[int]:
+        return self.tensors.shape(self.prefix + part)
+
+    def read_rows(self, part: str, start: int, out):
+        return self.tensors.read_rows(self.prefix + part, start, out)
+
 
 def cache_key(identity: str, plan: WeightPlan) -> str:
     return json.dumps({"format": FORMAT_VERSION, "source": identity, **plan.settings()}, sort_keys=True)
