@@ -6,8 +6,10 @@ from deltaserve.errors import (
     EngineStepError,
     InvalidRequestError,
     ModelNotFoundError,
+    TensorFileError,
 )
 
 __all__ = [
     "EngineError", "EngineOverloadedError", "EngineStepError", "InvalidRequestError", "ModelNotFoundError",
+    "TensorFileError",
 ]

@@ -22,6 +22,8 @@ from pathlib import Path
 
 import torch
 
+from deltaserve.engine.errors import TensorFileError
+
 DTYPES = {"F64": torch.float64, "F32": torch.float32, "F16": torch.float16, "BF16": torch.bfloat16,
           "I64": torch.int64, "I32": torch.int32, "I16": torch.int16, "I8": torch.int8, "U8": torch.uint8,
           "BOOL": torch.bool}
@@ -51,10 +53,6 @@ class TensorDict(dict):
         if start + out.shape[0] >= t.shape[0]:
             del self[name]
         return out
-
-
-class TensorFileError(ValueError):
-    """The file is not a complete safetensors file (truncated, overwritten, not one at all)."""
 
 
 def _bytes(t: torch.Tensor) -> memoryview:

@@ -45,6 +45,10 @@ class ServerStartError(EngineError):
     """A server that was started did not come up; the message says why (a spawned one's log tail)."""
 
 
+class TensorFileError(EngineError, ValueError):
+    """A weights file that is not a complete safetensors file (truncated, overwritten, not one at all)."""
+
+
 class EngineOverloadedError(EngineError):
     """Too many requests are already waiting (the server answers 503)."""
 
