@@ -59,9 +59,11 @@ QUANT_CHUNK_ROWS = 8192  # rows quantized at once (a float32 copy of 8,192 x 1,5
 # scratch a call holds (the 1.5B model's gate/up at 2,048 rows: 18 MB, not 147 MB), and it runs 1.2-1.5x
 # faster than one GEMM over all rows (1 thread, 2-core AVX-512 EPYC).
 ROW_CHUNK = 256
-# A dynamic linear with more output rows than this is packed in parts of this many: fbgemm's packing costs
-# ~5 ns a weight up to ~8k rows and ~10 ns for the 152k-row head whole; a part costs ~30 us a call.
-PACK_MAX_ROWS = 16384
+# A dynamic linear with more output rows than PACK_SPLIT_ROWS (a vocabulary head) is packed in parts of
+# PACK_PART_ROWS: fbgemm packs the 1.5B model's 152k-row head at ~10 ns a weight whole, ~5 ns in parts, and a
+# part costs ~30 us a call (so the layers, at most 18k rows, stay whole).
+PACK_SPLIT_ROWS = 65536
+PACK_PART_ROWS = 16384
 
 
 def fast_bf16(device: torch.device) -> bool:
@@ -364,8 +366,9 @@ class QuantizedLinear:
             n, k = parts.shape("q")
             self.group_size, self.scales = 0, scales.to(dtype)
             packed = []
-            for start in range(0, n, PACK_MAX_ROWS):
-                qw, raw = int8_for_packing(scales[start:start + PACK_MAX_ROWS], k)
+            step = PACK_PART_ROWS if n > PACK_SPLIT_ROWS else n
+            for start in range(0, n, step):
+                qw, raw = int8_for_packing(scales[start:start + step], k)
                 parts.read_rows("q", start, raw)
                 packed.append(prepack_int8(qw) if packer is None else packer.submit(prepack_int8, qw))
                 del qw, raw

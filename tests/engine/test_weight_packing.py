@@ -35,7 +35,8 @@ def build(stored: TensorDict, packer: Packer | None = None) -> QuantizedLinear:
 def test_parts_threads_and_row_chunks_change_no_number(monkeypatch):
     stored = parts()
     whole = outputs(build(stored))
-    monkeypatch.setattr(quant, "PACK_MAX_ROWS", 32)  # three packings of 32 output rows
+    monkeypatch.setattr(quant, "PACK_SPLIT_ROWS", 64)
+    monkeypatch.setattr(quant, "PACK_PART_ROWS", 32)  # 96 rows: three packings of 32
     split = build(stored)
     assert len(split.packed) == 3
     assert all(torch.equal(a, b) for a, b in zip(whole, outputs(split), strict=True))
