@@ -1,11 +1,12 @@
 """How often a model's replies in each edit format change the code: counted from agent-run traces.
 
 An agent eval writes one trace per task (`<out>/runs/*.trace.jsonl`, a JSON object per step). Every reply
-counts, each parallel candidate included; a reply identical to an earlier one is left out (it was not
-applied again, so it says nothing about the format). A reply *applied* when its edits were written and the
-tests ran ("tests pass" / "tests fail" / "tests worse", then undone). These rates are what `--format auto`
-needs as its prior (harness/format_choice.py MEASURED_PRIORS): measured with each format forced, over a
-whole suite.
+counts, each parallel candidate included, whose outcome says whether its format's edits applied
+(harness/outcomes.py, `Outcome.applied`, which the format plan counts too): a repeated reply, a lookup or a
+refused test edit says nothing about the format and is left out. A reply *applied* when its edits were
+written and the tests ran ("tests pass" / "tests fail" / "tests worse", then undone). These rates are what
+`--format auto` needs as its prior (harness/format_choice.py MEASURED_PRIORS): measured with each format
+forced, over a whole suite.
 """
 
 from __future__ import annotations
@@ -15,9 +16,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from deltaserve.harness.accounting import RunReport, StepReport
+from deltaserve.harness.outcomes import Outcome
 
-APPLIED = ("tests pass", "tests fail", "tests worse")
-NOT_A_REPLY = ("repeated reply", "repeated edit", "not tried")
+APPLIED = frozenset(o for o in Outcome if o.applied)
 
 
 @dataclass
@@ -39,11 +40,11 @@ class FormatOutcomes:
         return self.applied / self.replies if self.replies else None
 
 
-def _step_outcomes(step: StepReport) -> list[str]:
-    """The outcomes of a step's replies: its candidates' where it had several, else its own."""
-    if step.candidates:
-        return [c.outcome for c in step.candidates]
-    return [step.outcome] if step.action == "edit" or step.outcome == "no edits" else []
+def _step_outcomes(step: StepReport) -> list[Outcome]:
+    """The outcomes of a step's replies that say something about its format: its candidates' where it had
+    several, else its own."""
+    outcomes = [c.outcome for c in step.candidates] if step.candidates else [step.outcome]
+    return [o for o in outcomes if o and o.applied is not None]
 
 
 def read_traces(paths: list[Path]) -> list[StepReport]:
@@ -57,12 +58,12 @@ def traces_next_to(results: Path) -> list[Path]:
 
 
 def format_outcomes(steps: list[StepReport]) -> list[FormatOutcomes]:
-    """Per model x edit format, the outcomes of its replies (repeated ones left out)."""
+    """Per model x edit format, the outcomes of its replies (those saying nothing about it left out)."""
     groups: dict[tuple[str, str], FormatOutcomes] = {}
     for step in steps:
         if not step.edit_format:
             continue
         key = (step.model, step.edit_format)
         group = groups.setdefault(key, FormatOutcomes(*key))
-        group.outcomes.update(o for o in _step_outcomes(step) if o not in NOT_A_REPLY)
+        group.outcomes.update(_step_outcomes(step))
     return [groups[k] for k in sorted(groups) if groups[k].replies]

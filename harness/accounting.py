@@ -9,11 +9,13 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 from pathlib import Path
+from typing import Literal
 
 from pydantic import BaseModel, computed_field
 
 from deltaserve.harness.candidates import CandidateOutcome
 from deltaserve.harness.formats import whole
+from deltaserve.harness.outcomes import Outcome
 from deltaserve.harness.prefix_monitor import PrefixBreak
 
 
@@ -95,7 +97,7 @@ class _Savings(BaseModel):
 class StepReport(_Savings):
     step: int
     action: str  # edit | view | grep | none
-    outcome: str = ""  # one short phrase for the table: "tests pass", "apply failed", ...
+    outcome: Outcome | Literal[""] = ""  # written as its phrase: "tests pass", "apply failed", ...
     model: str = ""
     edit_format: str = ""
 

@@ -15,7 +15,7 @@ from rich.console import Console
 from deltaserve.errors import DeltaserveError, NoChangesError, ToolError
 from deltaserve.harness import accounting, client, context, feedback, formats, local_provider, lookups
 from deltaserve.harness.accounting import ApplyOutcome, RunReport, StepReport, TestOutcome
-from deltaserve.harness.candidates import PASSED, CandidateOutcome, choose, try_reply
+from deltaserve.harness.candidates import CandidateOutcome, choose, try_reply
 from deltaserve.harness.config import AgentConfig, default_test_cmd
 from deltaserve.harness.console_view import ConsoleView
 from deltaserve.harness.cut_replies import cut_reply
@@ -25,6 +25,7 @@ from deltaserve.harness.fault_hints import fault_hint, quoted_tests
 from deltaserve.harness.format_choice import FormatPlan
 from deltaserve.harness.formats import auto, whole
 from deltaserve.harness.formats.reminders import reminder
+from deltaserve.harness.outcomes import Outcome
 from deltaserve.harness.path_repair import repair_misnamed, repair_paths
 from deltaserve.harness.prefix_monitor import PrefixBreak, PrefixMonitor, chat_prompt_ids, reply_ids
 from deltaserve.harness.prompt import Prompt
@@ -44,7 +45,6 @@ from deltaserve.tools.workspace import Workspace
 
 # formats whose replies re-type old code, which a prediction of that code drafts
 PREDICTED_FORMATS = ("whole", "symbol")
-REPEATS = ("repeated reply", "repeated edit")  # candidates that say nothing new: none is worth a step
 RESAMPLE_SEED = 10_000  # seeds of in-step resamples: apart from the per-step seeds of sampled calls
 
 
@@ -163,8 +163,8 @@ class Agent:
             return trials[text]
 
         index, outcomes = choose(reply.texts, trial, self.replies, (reply.metrics or {}).get("choices"))
-        repeats = sum(o.outcome in REPEATS for o in outcomes)
-        again = repeats > 0 and all(o.outcome != PASSED for o in outcomes)
+        repeats = sum(o.outcome.repeats for o in outcomes)
+        again = repeats > 0 and all(o.outcome is not Outcome.TESTS_PASS for o in outcomes)
         if again:
             more = client.complete_candidates(repeats, **self._call_args(messages, prediction),
                                               temperature=self.stalls.hotter(),
@@ -370,23 +370,23 @@ class Agent:
         repeated = self._repeated(reply.text)
         if repeated is not None:
             told = feedback.repeated_reply(repeated)
-            return make(action="none", outcome="repeated reply"), StepDetails(told)
+            return make(action="none", outcome=Outcome.REPEATED_REPLY), StepDetails(told)
         cut = cut_reply(reply.text, reply.finish_reason, self.reader(), self.workspace)
         if cut is not None and cut.text is None:  # a whole file cut short would be written short
             applied = ApplyOutcome(ok=False, error="reply cut off inside a code block", dry_run=dry_run)
-            return (make(action="edit", outcome="cut off", apply=applied),
+            return (make(action="edit", outcome=Outcome.CUT_OFF, apply=applied),
                     StepDetails(feedback.cut_off(self.config.max_tokens)))
         text = reply.text if cut is None else cut.text
         copied = copied_placeholders(text)
         if copied:
             told = feedback.placeholders_copied(copied)
             applied = ApplyOutcome(ok=False, error=told, dry_run=dry_run)
-            return make(action="edit", outcome="example copied", apply=applied), StepDetails(told)
+            return make(action="edit", outcome=Outcome.EXAMPLE_COPIED, apply=applied), StepDetails(told)
         try:
             edits, fmt = self.parse_reply(text) if cut is None else (cut.reader.parse(text), cut.reader)
         except ValueError as exc:  # a malformed block: tell the model what is wrong with it
             applied = ApplyOutcome(ok=False, error=str(exc), dry_run=dry_run)
-            return (make(action="edit", outcome="parse failed", apply=applied),
+            return (make(action="edit", outcome=Outcome.PARSE_FAILED, apply=applied),
                     StepDetails(feedback.unreadable_edits(exc)))
         if not edits:
             return self._lookups(reply.text, make)
@@ -412,7 +412,7 @@ class Agent:
             refused = refusal(preview, self.workspace, self.config.allow_test_edits, self.seen_in_part())
             if refused is not None:
                 outcome, told = refused
-                if outcome == "no-op edit":
+                if outcome is Outcome.NO_OP_EDIT:
                     told = self.no_op_feedback(told, list(preview.new_contents) or edited_paths(edits))
                 applied = ApplyOutcome(ok=False, error=told, dry_run=dry_run)
                 return make(action="edit", outcome=outcome, apply=applied), StepDetails(told)
@@ -420,7 +420,7 @@ class Agent:
             if state in self.tried and not dry_run:
                 told = feedback.repeated_edit(self.tried[state])
                 applied = ApplyOutcome(ok=False, error=told, dry_run=dry_run)
-                return make(action="edit", outcome="repeated edit", apply=applied), StepDetails(told)
+                return make(action="edit", outcome=Outcome.REPEATED_EDIT, apply=applied), StepDetails(told)
             self.snapshot.remember(preview.files_changed)
             checkpoint = Checkpoint(self.workspace, preview.files_changed)
             result = preview if dry_run else fmt.apply(edits, self.workspace)
@@ -429,11 +429,11 @@ class Agent:
             said = f"{feedback.no_op_edits(paths or ['the files'])}\n{exc.message}"
             told = self.no_op_feedback(said, paths)
             applied = ApplyOutcome(ok=False, error=exc.message, dry_run=dry_run)
-            return make(action="edit", outcome="no-op edit", apply=applied), StepDetails(told)
+            return make(action="edit", outcome=Outcome.NO_OP_EDIT, apply=applied), StepDetails(told)
         except ToolError as exc:
             applied = ApplyOutcome(ok=False, error=exc.message, dry_run=dry_run)
             quoted = quoted_tests(edits, self.workspace, self.in_play())
-            return (make(action="edit", outcome="apply failed", apply=applied),
+            return (make(action="edit", outcome=Outcome.APPLY_FAILED, apply=applied),
                     StepDetails(feedback.unapplied_edits(exc.message, quoted)))
         if not dry_run:
             self.tried[state] = step
@@ -471,17 +471,18 @@ class Agent:
         files = tuple(result.files_changed)
         changed = feedback.applied_edits(result.files_changed, result.diff, dry_run=dry_run)
         if dry_run:
-            return (make(action="edit", outcome="dry run", apply=applied, whole_file_tokens=whole_tokens),
+            return (make(action="edit", outcome=Outcome.DRY_RUN, apply=applied,
+                         whole_file_tokens=whole_tokens),
                     StepDetails(changed, result.diff, files, dry_run=True))
         before = self.baseline
         tests = self.run_tests()
-        outcome = "tests pass" if tests.ok else "tests fail"
+        outcome = Outcome.TESTS_PASS if tests.ok else Outcome.TESTS_FAIL
         told = f"{changed}\n\n{feedback.describe_tests(tests, self.test_cmd, self.config.output_tail_chars)}"
         worse = not tests.ok and before is not None and regressed(tests, before)
         if worse and not self.config.keep_worse_edits:
             checkpoint.restore()
             self.baseline, self.last_test_output = before, before.output
-            outcome, applied.undone = "tests worse", True
+            outcome, applied.undone = Outcome.TESTS_WORSE, True
             told = f"{told}\n\n{feedback.worse_edits_undone(before, tests)}"
         return (make(action="edit", outcome=outcome, apply=applied, tests=TestOutcome.from_result(tests),
                      whole_file_tokens=whole_tokens), StepDetails(told, result.diff, files))
@@ -490,13 +491,13 @@ class Agent:
         """A reply without edits: answer its VIEW/GREP requests, or say that it had neither."""
         wanted = lookups.parse(text)
         if not wanted:
-            return (make(action="none", outcome="no edits"),
+            return (make(action="none", outcome=Outcome.NO_EDITS),
                     StepDetails(feedback.no_edits(self.format.instructions())))
         for lookup in wanted:
             if lookup.kind == "view" and lookup.start is None and lookup.target not in self.seen:
                 self.seen.append(lookup.target)
         answers = [lookups.serve(w, self.workspace, self.prompt_format.numbered_context) for w in wanted]
-        return make(action="view", outcome="looked up"), StepDetails(feedback.lookup_answers(answers))
+        return make(action="view", outcome=Outcome.LOOKED_UP), StepDetails(feedback.lookup_answers(answers))
 
     @staticmethod
     def with_rates(step: StepReport, previous: list[StepReport]) -> StepReport:

@@ -16,6 +16,7 @@ from pydantic import BaseModel
 from deltaserve.errors import NoChangesError, ToolError
 from deltaserve.harness.cut_replies import cut_reply
 from deltaserve.harness.edit_checks import copied_placeholders, refusal
+from deltaserve.harness.outcomes import Outcome
 from deltaserve.harness.path_repair import repair_misnamed, repair_paths
 from deltaserve.harness.stale_edits import rebase_stale_blocks
 from deltaserve.harness.tried_code import CodeState, code_state
@@ -24,14 +25,11 @@ from deltaserve.tools.sandbox import Sandbox
 from deltaserve.tools.tests import run_tests
 from deltaserve.tools.workspace import Workspace
 
-PASSED = "tests pass"
-UNTRIED = ("repeated reply", "repeated edit", "not tried")
-
 
 class Trial(NamedTuple):
     """What one reply's edits did on a scratch copy; the counts and the code's state only when the tests
     ran; `why`: the first line of the error that stopped it (a parse or apply failure)."""
-    outcome: str
+    outcome: Outcome
     failing: int | None = None
     passed: int | None = None
     state: CodeState | None = None
@@ -40,7 +38,7 @@ class Trial(NamedTuple):
 
 class CandidateOutcome(BaseModel):
     index: int  # its place among the replies (0: the first the provider sent)
-    outcome: str  # tests pass | tests fail | apply failed | parse failed | no edits | ... | not tried
+    outcome: Outcome
     failing: int | None = None  # failed + erroring tests after its edits, when the tests ran
     passed: int | None = None  # passing tests after its edits, when the tests ran
     completion_tokens: int | None = None  # its own decode tokens, where the provider said
@@ -52,12 +50,12 @@ class CandidateOutcome(BaseModel):
         """Lower is better: passing, then most passing tests and fewest failing, then edits that did not
         run (their feedback says why), then replies that repeat an earlier one (it has been said), then
         order."""
-        if self.outcome == PASSED:
+        if self.outcome is Outcome.TESTS_PASS:
             tier = 0
         elif self.failing is not None:
             tier = 1
         else:
-            tier = 3 if self.outcome in UNTRIED else 2
+            tier = 2 if self.outcome.tried else 3
         return tier, -(self.passed or 0), self.failing or 0, self.index
 
 
@@ -75,16 +73,16 @@ def try_reply(fmt, text: str, root: Path, test_cmd: str, timeout: float, allow_t
         scratch = Workspace(copy)
         cut = cut_reply(text, finish_reason, fmt, scratch)
         if cut is not None and cut.text is None:
-            return Trial("cut off", why="reply cut off inside a code block")
+            return Trial(Outcome.CUT_OFF, why="reply cut off inside a code block")
         text, fmt = (text, fmt) if cut is None else (cut.text, cut.reader)
         if copied_placeholders(text):
-            return Trial("example copied")
+            return Trial(Outcome.EXAMPLE_COPIED)
         try:
             edits = fmt.parse(text)
         except ValueError as exc:
-            return Trial("parse failed", why=_first_line(exc))
+            return Trial(Outcome.PARSE_FAILED, why=_first_line(exc))
         if not edits:
-            return Trial("no edits")
+            return Trial(Outcome.NO_EDITS)
         edits, _ = repair_paths(edits, scratch, list(in_play))
         edits, _ = rebase_stale_blocks(edits, scratch, originals or {})
         edits, _ = repair_misnamed(edits, scratch, list(in_play))
@@ -95,17 +93,17 @@ def try_reply(fmt, text: str, root: Path, test_cmd: str, timeout: float, allow_t
                 return Trial(refused[0], why=refused[1].splitlines()[0])
             state = code_state(scratch, originals or {}, preview.new_contents)
             if state in tried:
-                return Trial("repeated edit")
+                return Trial(Outcome.REPEATED_EDIT)
             fmt.apply(edits, scratch)
         except NoChangesError as exc:  # REPLACE identical to SEARCH: the agent's outcome for it too
-            return Trial("no-op edit", why=_first_line(exc))
+            return Trial(Outcome.NO_OP_EDIT, why=_first_line(exc))
         except ToolError as exc:
-            return Trial("apply failed", why=_first_line(exc))
+            return Trial(Outcome.APPLY_FAILED, why=_first_line(exc))
         result = run_tests(scratch, test_cmd, timeout=timeout, sandbox=sandbox)
         if result.ok:
-            return Trial(PASSED, 0, result.passed, state)
+            return Trial(Outcome.TESTS_PASS, 0, result.passed, state)
         # a failing command that counts nothing still failed
-        return Trial("tests fail", (result.failed + result.errors) or 1, result.passed, state)
+        return Trial(Outcome.TESTS_FAIL, (result.failed + result.errors) or 1, result.passed, state)
     finally:
         shutil.rmtree(copy.parent, ignore_errors=True)
 
@@ -124,13 +122,13 @@ def choose(texts: list[str], trial: Callable[[str], Trial], earlier: list[str],
         own = per_choice[i] if per_choice and i < len(per_choice) else {}
         counts = {key: own.get(key) for key in ("completion_tokens", "decode_passes")} | {"reply": text}
         if passed:
-            outcomes.append(CandidateOutcome(index=i, outcome="not tried", **counts))
+            outcomes.append(CandidateOutcome(index=i, outcome=Outcome.NOT_TRIED, **counts))
         elif text.strip() in earlier or text.strip() in (t.strip() for t in texts[:i]):
-            outcomes.append(CandidateOutcome(index=i, outcome="repeated reply", **counts))
+            outcomes.append(CandidateOutcome(index=i, outcome=Outcome.REPEATED_REPLY, **counts))
         else:
             tried = trial(text)
             outcomes.append(CandidateOutcome(index=i, outcome=tried.outcome, failing=tried.failing,
                                              passed=tried.passed, why=tried.why, **counts))
-            passed = tried.outcome == PASSED
+            passed = tried.outcome == Outcome.TESTS_PASS
     best = min(outcomes, key=CandidateOutcome.rank)
     return best.index, outcomes

@@ -21,6 +21,7 @@ import tokenize
 
 from deltaserve.harness import feedback, formats
 from deltaserve.harness.excerpt import has_fold_marker
+from deltaserve.harness.outcomes import Outcome
 from deltaserve.harness.syntax import language, new_syntax_error
 from deltaserve.tools.patch import PatchResult
 from deltaserve.tools.symbols import definitions, is_docstring
@@ -42,40 +43,40 @@ def copied_placeholders(reply: str) -> list[str]:
 
 
 def refusal(preview: PatchResult, workspace: Workspace, allow_test_edits: bool,
-            seen_in_part: frozenset[str] = frozenset()) -> tuple[str, str] | None:
+            seen_in_part: frozenset[str] = frozenset()) -> tuple[Outcome, str] | None:
     """(outcome, feedback for the model) when the previewed edits must not be applied, else None.
     `seen_in_part`: files the model has been shown only as an excerpt or head."""
     tests = [p for p in preview.files_changed if is_test_path(p)]
     if tests and not allow_test_edits:
-        return "test edit refused", feedback.test_edits_refused(tests)
+        return Outcome.TEST_EDIT_REFUSED, feedback.test_edits_refused(tests)
 
     old = {p: workspace.read_text(p) if workspace.exists(p) else None for p in preview.new_contents}
     copied = [p for p in preview.new_contents if p.startswith(PLACEHOLDER_DIR) and old[p] is None]
     if copied:
-        return "example copied", feedback.example_copied(copied)
+        return Outcome.EXAMPLE_COPIED, feedback.example_copied(copied)
     # blank new text (not a deletion, which is None) where the file was not blank: a fence left empty
     blank = [p for p, text in preview.new_contents.items()
              if text is not None and not text.strip() and (old[p] is None or old[p].strip())]
     if blank:
-        return "empty file", feedback.empty_files(blank)
+        return Outcome.EMPTY_FILE, feedback.empty_files(blank)
     folded = [p for p, text in preview.new_contents.items()
               if text is not None and has_fold_marker(text) and not has_fold_marker(old[p] or "")]
     shrunk = [p for p, text in preview.new_contents.items() if p in seen_in_part and text is not None
               and old[p] and text.count("\n") < KEPT_LINES_MIN * old[p].count("\n")]
     if folded or shrunk:
-        return "partial file", feedback.partial_files(folded + [p for p in shrunk if p not in folded])
+        return Outcome.PARTIAL_FILE, feedback.partial_files(folded + [p for p in shrunk if p not in folded])
     if all(text is not None and text == old[p] for p, text in preview.new_contents.items()):
-        return "no-op edit", feedback.no_op_edits(list(preview.new_contents) or ["the files"])
+        return Outcome.NO_OP_EDIT, feedback.no_op_edits(list(preview.new_contents) or ["the files"])
     if all(layout_only(p, old[p], text) for p, text in preview.new_contents.items()):
-        return "no-op edit", feedback.layout_only_edits(list(preview.new_contents))
+        return Outcome.NO_OP_EDIT, feedback.layout_only_edits(list(preview.new_contents))
     for path, text in preview.new_contents.items():
         error = new_syntax_error(path, old[path], text)
         if error is not None:
-            return "syntax error", feedback.syntax_error(path, error, language(path))
+            return Outcome.SYNTAX_ERROR, feedback.syntax_error(path, error, language(path))
     for path, text in preview.new_contents.items():
         stubbed = stubbed_functions(path, old[path], text)
         if stubbed:
-            return "stubbed out", feedback.stubbed_out(path, stubbed)
+            return Outcome.STUBBED_OUT, feedback.stubbed_out(path, stubbed)
     return None
 
 

@@ -29,6 +29,8 @@ import statistics
 from collections.abc import Callable
 from dataclasses import dataclass
 
+from deltaserve.harness.outcomes import Outcome
+
 EDIT_TOKENS = 40  # new tokens in a typical fix (a line or two)
 CONTEXT_LINES = {"search_replace": 2, "udiff": 6}  # unchanged lines an edit of that format repeats
 OVERHEAD_TOKENS = {"whole": 10, "symbol": 12, "search_replace": 24, "udiff": 36}
@@ -116,14 +118,6 @@ def choose_format(files: list[FileStats], history: list[tuple[str, bool]], local
     return best, reason
 
 
-# outcomes that say the reply's edits in the step's format did (True) or did not (False) apply (an edit that
-# breaks the syntax was not usable); others (a refused test edit, a lookup, a repeated reply) say nothing
-# about the format
-_APPLIED = {"tests pass": True, "tests fail": True, "tests worse": True, "dry run": True,
-            "apply failed": False, "parse failed": False, "no edits": False, "no-op edit": False,
-            "example copied": False, "empty file": False, "cut off": False, "syntax error": False}
-
-
 class FormatPlan:
     """The per-step choice for one run of `model`: the run's history of (format, applied)."""
 
@@ -134,9 +128,11 @@ class FormatPlan:
         self.history: list[tuple[str, bool]] = []
         self._stats: dict[tuple[str, int], FileStats] = {}
 
-    def record(self, fmt: str, outcome: str) -> None:
-        if outcome in _APPLIED:
-            self.history.append((fmt, _APPLIED[outcome]))
+    def record(self, fmt: str, outcome: Outcome | str) -> None:
+        """One step's reply in `fmt`, where its outcome says whether the format's edits applied."""
+        applied = Outcome(outcome).applied
+        if applied is not None:
+            self.history.append((fmt, applied))
 
     def choose(self, files: dict[str, str], avoid: list[str] = ()) -> tuple[str, str]:
         """(format, reason) for the next reply, given the files in play (path -> text), none of `avoid`

@@ -21,8 +21,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-STALL_OUTCOMES = ("repeated reply", "repeated edit", "no-op edit", "example copied", "empty file",
-                  "tests worse")
+from deltaserve.harness.outcomes import Outcome
+
 ESCALATION_STEP = 0.3
 MAX_TEMPERATURE = 1.3
 
@@ -36,15 +36,16 @@ class StallPolicy:
     stalled_formats: list[str] = field(default_factory=list)  # the formats of the current run of stalls
     avoiding: bool = False  # `auto` keeps off stalled_formats until a step changes something
 
-    def record(self, outcome: str, edit_format: str) -> None:
-        if outcome in STALL_OUTCOMES:
+    def record(self, outcome: Outcome | str, edit_format: str) -> None:
+        outcome = Outcome(outcome)
+        if outcome.stalls:
             self.in_a_row += 1
             self.sampling = True
             if edit_format not in self.stalled_formats:
                 self.stalled_formats.append(edit_format)
             if self.in_a_row >= 2:
                 self.avoiding = True
-        elif outcome in ("tests pass", "tests fail"):
+        elif outcome.progressed:
             self.in_a_row, self.stalled_formats, self.avoiding = 0, [], False
 
     def switched_format(self) -> None:

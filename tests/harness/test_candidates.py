@@ -79,7 +79,8 @@ def test_choose_stops_at_the_first_pass_and_else_takes_the_most_passing():
     index, outcomes = choose(["a", "d", "b", "a"], trial, earlier=["a"])
     assert index == 1 and [o.outcome for o in outcomes] == ["repeated reply", "tests pass", "not tried",
                                                              "not tried"]
-    passing, unrun = CandidateOutcome(index=1, outcome="tests pass"), CandidateOutcome(index=0, outcome="x")
+    passing = CandidateOutcome(index=1, outcome="tests pass")
+    unrun = CandidateOutcome(index=0, outcome="no edits")
     assert passing.rank() < unrun.rank()
 
 
