@@ -1,19 +1,29 @@
-"""deltaserve engine: a paged-KV, prefix-caching, continuously batching inference engine."""
+"""deltaserve engine: a paged-KV, prefix-caching, continuously batching inference engine.
 
-from deltaserve.engine.config import EngineConfig
-from deltaserve.engine.engine import Engine
-from deltaserve.engine.errors import EngineError, InvalidRequestError, ModelNotFoundError
-from deltaserve.engine.outputs import EngineStats, RequestMetrics, RequestOutput
-from deltaserve.engine.sampler import SamplingParams
+    from deltaserve.engine import Engine, EngineConfig, SamplingParams
 
-__all__ = [
-    "Engine",
-    "EngineConfig",
-    "EngineError",
-    "EngineStats",
-    "InvalidRequestError",
-    "ModelNotFoundError",
-    "RequestMetrics",
-    "RequestOutput",
-    "SamplingParams",
-]
+The names load on first use (PEP 562), so a module that needs no model, such as
+`deltaserve.engine.model_source` (where a model's files and tokenizer are), is imported without torch.
+"""
+
+import importlib
+
+# name -> the module defining it
+_EXPORTS = {
+    "Engine": "engine",
+    "EngineConfig": "config",
+    "EngineError": "errors",
+    "EngineStats": "outputs",
+    "InvalidRequestError": "errors",
+    "ModelNotFoundError": "errors",
+    "RequestMetrics": "outputs",
+    "RequestOutput": "outputs",
+    "SamplingParams": "sampler",
+}
+__all__ = list(_EXPORTS)
+
+
+def __getattr__(name: str):
+    if name not in _EXPORTS:
+        raise AttributeError(f"module 'deltaserve.engine' has no attribute {name!r}")
+    return getattr(importlib.import_module(f"deltaserve.engine.{_EXPORTS[name]}"), name)

@@ -8,7 +8,8 @@ Accepted forms:
     allowed (engine/hub.py).
 GGUF files are dequantized by transformers (~20 s for SmolLM2); the result is cached as a plain HF
 directory under $DELTASERVE_CACHE (default ~/.cache/deltaserve), keyed by the file's path, size and mtime,
-so later start-ups load safetensors instead (about 1 s).
+so later start-ups load safetensors instead (about 1 s). Names resolve in engine/model_source.py, which
+imports no torch (a tokenizer alone is found there).
 
 The weights come as `CheckpointWeights`: each tensor read from its file when the model takes it (never the
 whole checkpoint in memory), named by an `identity` (a GGUF's sha256; a directory's weight files) that keys
@@ -17,7 +18,6 @@ the converted weights' cache (engine/weight_cache.py), which makes most starts r
 
 from __future__ import annotations
 
-import hashlib
 import json
 import logging
 import os
@@ -31,21 +31,16 @@ from pathlib import Path
 import torch
 from safetensors.torch import save_file
 
-from deltaserve.engine.bundled import BUNDLED, bundled_gguf, cache_root, recorded_sha256, sha256_of
+from deltaserve.engine.bundled import recorded_sha256, sha256_of
 from deltaserve.engine.checkpoint import CheckpointWeights
 from deltaserve.engine.errors import ModelNotFoundError
-from deltaserve.engine.hub import hub_snapshot, looks_like_hub_id
+from deltaserve.engine.model_source import GGUF_CACHE_DTYPE_NAME, gguf_cache_dir, resolve_source
 
 log = logging.getLogger(__name__)
 
-ACCEPTED_FORMS = (
-    f"accepted forms: {', '.join(repr(n) for n in BUNDLED)} (bundled), "
-    "a local Hugging Face checkpoint directory (config.json + *.safetensors), a path to a .gguf file, "
-    "or a Hugging Face hub id (org/name)"
-)
 # Dequantized GGUF weights are cached in bfloat16: the engine computes in bf16 by default (the same rounding
 # it would do at load), and it halves the cache and the conversion's peak memory (~6 GB, not ~12 GB at 1.5B).
-GGUF_CACHE_DTYPE = torch.bfloat16
+GGUF_CACHE_DTYPE = getattr(torch, GGUF_CACHE_DTYPE_NAME)
 
 
 @dataclass
@@ -58,40 +53,10 @@ class LoadedModel:
     eos_token_ids: list[int]
 
 
-def resolve_source(name_or_path: str, allow_download: bool = False) -> Path:
-    """A directory in HF format or a .gguf file; ModelNotFoundError otherwise."""
-    if name_or_path in BUNDLED:
-        return bundled_gguf(name_or_path)
-    path = Path(name_or_path).expanduser()
-    if path.is_file() and path.suffix == ".gguf":
-        return path
-    if path.is_dir():
-        if (path / "config.json").is_file():
-            return path
-        raise ModelNotFoundError(f"{name_or_path!r} is a directory without config.json; {ACCEPTED_FORMS}")
-    if path.exists():
-        raise ModelNotFoundError(
-            f"{name_or_path!r} is neither a .gguf file nor a model directory; {ACCEPTED_FORMS}")
-    if looks_like_hub_id(name_or_path):
-        snapshot = hub_snapshot(name_or_path, allow_download)
-        if not (snapshot / "config.json").is_file():
-            raise ModelNotFoundError(f"hub snapshot {snapshot} of {name_or_path!r} has no config.json "
-                                     "(a GGUF-only repository? pass the path of one of its .gguf files)")
-        return snapshot
-    raise ModelNotFoundError(f"unknown model {name_or_path!r}; {ACCEPTED_FORMS}")
-
-
 def resolve_model_dir(name_or_path: str, allow_download: bool = False) -> Path:
     """The HF-format directory for any accepted form (a GGUF converted, once, into the cache)."""
     source = resolve_source(name_or_path, allow_download)
     return convert_gguf(source) if source.is_file() else source
-
-
-def gguf_cache_dir(gguf: Path) -> Path:
-    st = gguf.stat()
-    key = f"{gguf.resolve()}|{st.st_size}|{st.st_mtime_ns}|{GGUF_CACHE_DTYPE}"
-    key = hashlib.sha256(key.encode()).hexdigest()[:16]
-    return cache_root() / "gguf" / f"{gguf.stem}-{key}"
 
 
 def convert_gguf(gguf: Path) -> Path:

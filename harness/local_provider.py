@@ -19,7 +19,7 @@ from litellm.types.utils import Choices, Message, ModelResponse, Usage
 from transformers import AutoTokenizer
 
 from deltaserve.engine import Engine, SamplingParams
-from deltaserve.engine.loader import resolve_model_dir
+from deltaserve.engine.model_source import tokenizer_dir
 from deltaserve.engine.server.openai_protocol import Prediction, usage_and_metrics
 from deltaserve.errors import ModelNotFoundError
 
@@ -90,19 +90,28 @@ def prompt_tokens(model: str, messages: list[dict]) -> int | None:
 
 def local_tokenizer(model: str):
     """The model's own tokenizer when we can have it without downloading anything: the in-process engine's for
-    `local/<name>`; for `provider/<name>` (e.g. `openai/smollm2-135m` against `deltaserve serve`) one our
-    engine's loader resolves or one already in the Hugging Face cache. None when there is none."""
+    `local/<name>`; for `provider/<name>` (e.g. `openai/smollm2-135m` against `deltaserve serve`) the
+    tokenizer files of a model our engine's loader resolves (model_source.tokenizer_dir: read alone, no
+    weights) or one already in the Hugging Face cache. None when there is none."""
     if (name := local_name(model)) is not None:
         return local_engine(name).tokenizer
     name = model.split("/", 1)[1] if "/" in model else model
     try:
         try:
-            return AutoTokenizer.from_pretrained(resolve_model_dir(name))
+            return AutoTokenizer.from_pretrained(tokenizer_dir(name))
         except ModelNotFoundError:
             pass
         return AutoTokenizer.from_pretrained(name, local_files_only=True)
     except (OSError, ValueError):
         return None
+
+
+def loaded_tokenizer(model: str):
+    """The tokenizer of the engine this process runs for `local/<name>`; None when none is loaded (loads
+    nothing)."""
+    name = local_name(model)
+    engine = _engines.get(name) if name is not None else None
+    return engine.tokenizer if engine is not None else None
 
 
 # ---------------------------------------------------------------- the litellm provider

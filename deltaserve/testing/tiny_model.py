@@ -11,31 +11,14 @@ from pathlib import Path
 
 import torch
 
-from deltaserve.engine.loader import bundled_gguf, cache_root, gguf_cache_dir
+from deltaserve.engine.model_source import tokenizer_dir
 
 TINY_ARCHS = ("llama", "qwen2", "qwen3", "mistral")
 
 
 def smollm2_tokenizer_dir() -> Path:
-    """A directory holding SmolLM2's tokenizer, converted from the bundled GGUF once and cached."""
-    gguf = bundled_gguf("smollm2-135m")
-    full = gguf_cache_dir(gguf)
-    if (full / "complete.json").is_file():
-        return full
-    target = cache_root() / "tokenizers" / full.name
-    if not (target / "tokenizer_config.json").is_file():
-        from transformers import AutoTokenizer
-
-        tok = AutoTokenizer.from_pretrained(gguf.parent, gguf_file=gguf.name)
-        tmp = target.with_name(target.name + f".tmp{torch.randint(1 << 30, ()).item()}")
-        tok.save_pretrained(tmp)
-        try:
-            tmp.rename(target)
-        except OSError:  # another process won the race
-            import shutil
-
-            shutil.rmtree(tmp, ignore_errors=True)
-    return target
+    """A directory holding SmolLM2's tokenizer, taken out of the bundled GGUF once and cached."""
+    return tokenizer_dir("smollm2-135m")
 
 
 def tiny_config(arch: str = "llama", **overrides):
