@@ -1,10 +1,12 @@
 """Token counts with the model's own tokenizer, for the decode-saved figures (what `whole` would have
 cost). A model we can name a tokenizer for (a bundled name, a local model directory or GGUF, a hub id in the
 local Hugging Face cache; `provider/` in front is ignored) has its tokenizer read alone, never its weights:
-`TokenCounter("local/qwen2.5-coder-1.5b")` is ready in well under a second."""
+`TokenCounter("local/smollm2-135m")` is ready in about 0.1 s, the 1.5B model's in about 0.5 s (its 11 MB
+tokenizer.json), where loading the engine for its tokenizer took 27-43 s."""
 
 from __future__ import annotations
 
+import functools
 import sys
 from pathlib import Path
 
@@ -62,8 +64,10 @@ def model_tokenizer(model: str) -> Tokenizer | None:
     return None
 
 
+@functools.lru_cache(maxsize=8)
 def read_tokenizer(path: Path) -> Tokenizer:
-    """A tokenizer.json as transformers uses it to encode: its truncation and padding settings are off."""
+    """A tokenizer.json as transformers uses it to encode: its truncation and padding settings are off. Read
+    once per process (`price(..., "model name")` builds a counter per call)."""
     tokenizer = Tokenizer.from_file(str(path))
     tokenizer.no_truncation()
     tokenizer.no_padding()

@@ -3,7 +3,7 @@
 import pytest
 
 from deltaserve.errors import PatchError
-from deltaserve.harness import ParsedReply, SkippedBlock, apply, formats, parse, price
+from deltaserve.harness import ParsedReply, SkippedBlock, TokenCounter, apply, formats, parse, price
 from deltaserve.harness.accounting import whole_file_tokens
 from deltaserve.harness.formats.symbol import SymbolEdit
 from deltaserve.harness.formats.whole import WholeFile
@@ -96,3 +96,9 @@ def test_price_of_no_edits_saves_nothing(project):
 def test_price_of_edits_that_do_not_apply_raises(project):
     with pytest.raises(PatchError):
         price(parse(SEARCH_REPLACE.replace("a - b", "a // b", 1)), project, words)
+
+
+def test_price_takes_a_model_name_for_its_tokenizer(project):
+    parsed = parse(SYMBOL)
+    by_name = price(parsed, project, "smollm2-135m")
+    assert by_name == price(parsed, project, TokenCounter("local/smollm2-135m"))
