@@ -30,6 +30,7 @@ from deltaserve.evals.task_suite import Task, load_tasks
 from deltaserve.harness import Agent
 from deltaserve.harness.config import DEFAULT_MODEL, AgentConfig
 from deltaserve.harness.local_provider import engine_numerics
+from deltaserve.harness.trace import run_header
 from deltaserve.tools.sandbox import choose
 from deltaserve.tools.tests import run_tests
 from deltaserve.tools.workspace import Workspace
@@ -126,6 +127,8 @@ def run_agent_eval(config: AgentEvalConfig) -> dict:
     done = done_runs(results)
     todo = [(t, m, f, n) for t in tasks for m in config.models for f in config.formats
             for n in config.candidates if (t.id, m, f, n) not in done]
+    if todo:  # what ran, where: the report's header (a resumed eval adds one row per resume)
+        append_row(results, {"kind": "run", **run_header(", ".join(config.models), eval="agent")})
     workers = max(1, config.workers)
     with progress_bar(config.progress) as progress, ThreadPoolExecutor(max_workers=workers) as pool:
         bar = progress.add_task("agent eval", total=len(todo))

@@ -33,6 +33,7 @@ from deltaserve.evals.transcript import replay_transcript, step1_prompt
 from deltaserve.harness import context
 from deltaserve.harness.formats import whole
 from deltaserve.harness.prompt import Prompt
+from deltaserve.harness.trace import run_header
 from deltaserve.tools.sandbox import Sandbox, choose
 from deltaserve.tools.tests import run_tests
 from deltaserve.tools.workspace import Workspace
@@ -336,6 +337,7 @@ def run_decode_cost_eval(config: DecodeCostConfig, engine=None) -> dict:
     results.write_text("")
     engine = engine or load_engine(config)
     model = config.model
+    append_row(results, {"kind": "run", **run_header(model, eval="decode-cost", engine=engine.numerics)})
     speculative = getattr(engine.config, "speculative", None)
     salt = f"decode-cost-{uuid.uuid4().hex}"
     box = choose(config.sandbox)

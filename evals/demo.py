@@ -1,7 +1,8 @@
 """`deltaserve demo`: the README's main job on the bundled model, in a few minutes on a laptop CPU.
 
 1. The agent (harness.Agent) on one small example bug, in a copy of the task's repo, printing its live
-   per-step table: prompt tokens, prefill served from cache, completion tokens, decode saved vs whole files.
+   per-step table: prompt tokens, prefill served from cache, completion tokens, decode saved vs whole files;
+   then agent/report.md (the run's header, the same table, the final diff) beside its trace.
 2. The --quick decode-cost eval: each edit format's gold reply teacher-forced through the same engine,
    with its summary table and the paths of its report and plots.
 
@@ -22,10 +23,12 @@ from deltaserve.errors import TaskError
 from deltaserve.evals.check_tasks import copy_repo, test_command
 from deltaserve.evals.console import print_decode_summary
 from deltaserve.evals.decode_cost import DecodeCostConfig, edited_sizes, load_engine, run_decode_cost_eval
+from deltaserve.evals.report import run_markdown
 from deltaserve.evals.task_suite import load_tasks
 from deltaserve.harness import Agent, formats
 from deltaserve.harness.config import DEFAULT_MODEL, AgentConfig
 from deltaserve.harness.local_provider import PREFIX, local_name, register_local_engine
+from deltaserve.harness.trace import run_header
 
 
 @dataclass
@@ -97,8 +100,12 @@ def run_demo(config: DemoConfig, console: Console | None = None, engine=None) ->
                       allow_dirty=True, trace=out_dir / "agent" / "trace.jsonl", console=console)
         report = agent.run()
         (out_dir / "agent" / "report.json").write_text(report.model_dump_json(indent=2))
+        header = run_header(f"{PREFIX}{local_name}", engine=engine.numerics, task=task.id)
+        (out_dir / "agent" / "report.md").write_text(run_markdown(report, header), encoding="utf-8")
         result["agent"] = report
-        console.print(f"Agent trace: {out_dir / 'agent' / 'trace.jsonl'}  (repo copy: {repo})")
+        agent_dir = out_dir / "agent"
+        console.print(f"Agent report: {agent_dir / 'report.md'}, trace: {agent_dir / 'trace.jsonl'}  "
+                      f"(repo copy: {repo})")
 
     if config.run_eval:
         console.rule("2. Decode cost per edit format (quick eval: gold replies teacher-forced)")

@@ -11,6 +11,8 @@ import statistics
 from collections import defaultdict
 from pathlib import Path
 
+from deltaserve.evals import plots
+from deltaserve.evals.plots import Point
 from deltaserve.evals.reply_outcomes import (
     APPLIED,
     FormatOutcomes,
@@ -20,6 +22,8 @@ from deltaserve.evals.reply_outcomes import (
 )
 from deltaserve.evals.results import load_rows, rows_of
 from deltaserve.evals.size_buckets import BUCKETS, DIFF_FORMATS, bucket_rows, token_ratios
+from deltaserve.harness import live_table
+from deltaserve.harness.accounting import RunReport
 
 FORMATS = ("whole", "udiff", "search_replace")
 
@@ -306,111 +310,81 @@ def agent_table(rows: list[dict]) -> str:
     return _md_table(header, body) + "\n\n### Runs\n\n" + per_run
 
 
-# ---------------------------------------------------------------- plots
+def run_markdown(report: RunReport, header: dict) -> str:
+    """One agent run (the demo's agent half): the header, the step table the terminal showed, why it
+    stopped and the final diff."""
+    body = [live_table.row(step, str(step.step), step.action, step.outcome) for step in report.steps]
+    body.append(live_table.row(report, "**total**", "", "solved" if report.solved else "not solved"))
+    body = [[cell.replace("|", "\\|") for cell in line] for line in body]
+    table = _md_table(list(live_table.COLUMNS), body)
+    parts = ["# deltaserve agent run", "", header_bullets(header), "", table, "",
+             f"Stopped: {report.stopped or '-'}", ""]
+    if report.final_diff:
+        parts += ["```diff", report.final_diff.rstrip("\n"), "```", ""]
+    return "\n".join(parts)
 
 
-def _plt():
-    # only when plotting: matplotlib is heavy to import, and most callers just read or render results
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
-    return plt
+# ---------------------------------------------------------------- plot inputs
 
 
-def plot_decode_tokens(rows: list[dict], path: Path) -> Path:
-    return _plot_per_format(rows, path, lambda r: r["reply_tokens"], "decode tokens of the gold reply",
-                            "Decode tokens per edit format")
-
-
-def plot_decode_seconds(rows: list[dict], path: Path) -> Path:
-    return _plot_per_format(rows, path, full_decode_s, "decode seconds (teacher-forced)",
-                            "Decode seconds per edit format")
-
-
-def _plot_per_format(rows: list[dict], path: Path, value, ylabel: str, title: str) -> Path:
-    """One line per edit format: `value(row)` against the edited file's size, both axes log scale."""
-    plt = _plt()
-    fig, ax = plt.subplots(figsize=(7, 4.5))
+def format_points(rows: list[dict], value) -> dict[str, list[Point]]:
+    """Per edit format, one point per task: its edited file's lines and `value(row)`, capped or not, in
+    file-size order (the last row per task x format, as in the table)."""
+    by_task = decode_by_task(rows)
+    points: dict[str, list[Point]] = {}
     for f in FORMATS:
-        rs = sorted((r for r in rows_of(rows, "decode_cost") if r["format"] == f),
-                    key=lambda r: r["edited_file_lines"])
-        if rs:
-            ax.plot([r["edited_file_lines"] for r in rs], [value(r) for r in rs], "o-", label=f)
-    ax.set_yscale("log")
-    return _finish_log_x(plt, fig, ax, path, "edited file size (lines)", ylabel, title)
+        pts = [Point(task, per[f]["edited_file_lines"], value(per[f]), bool(per[f].get("capped")))
+               for task, per in by_task.items() if f in per]
+        if pts:
+            points[f] = sorted(pts, key=lambda p: (p.lines, p.task))
+    return points
 
 
-def plot_ratio_by_size(rows: list[dict], path: Path) -> Path:
-    """whole/diff reply-token ratio against the edited file's lines (log x), one series per diff format,
-    with the break-even line and the size buckets' bounds (evals/size_buckets.py)."""
-    plt = _plt()
+def ratio_points(rows: list[dict]) -> dict[str, list[tuple[int, float]]]:
+    """`whole/<diff format>` -> (edited file lines, whole/diff reply tokens) per task."""
     entries = sorted(token_ratios(rows), key=lambda e: e["lines"])
-    fig, ax = plt.subplots(figsize=(7, 4.5))
-    for f in DIFF_FORMATS:
-        points = [(e["lines"], e["ratios"][f]) for e in entries if f in e["ratios"]]
-        if points:
-            ax.plot(*zip(*points, strict=True), "o", label=f"whole/{f}")
-    ax.axhline(1.0, color="grey", linestyle="--", linewidth=1, label="break-even")
-    for _, low in BUCKETS[1:]:
-        ax.axvline(low, color="grey", linestyle=":", linewidth=0.8)
-    return _finish_log_x(plt, fig, ax, path, "edited file size (lines, log scale)",
-                         "whole / diff reply tokens", "Where diffs pay: token ratio against file size")
+    return {f"whole/{f}": [(e["lines"], e["ratios"][f]) for e in entries if f in e["ratios"]]
+            for f in DIFF_FORMATS}
 
 
-def _finish_log_x(plt, fig, ax, path: Path, xlabel: str, ylabel: str, title: str) -> Path:
-    ax.set_xscale("log")
-    ax.set_xlabel(xlabel)
-    ax.set_ylabel(ylabel)
-    ax.set_title(title)
-    ax.grid(True, which="both", alpha=0.3)
-    ax.legend()
-    fig.tight_layout()
-    fig.savefig(path, dpi=110)
-    plt.close(fig)
-    return path
+def plot_caption(rows: list[dict]) -> str:
+    """What every plot names under its title: the model(s) and the machine(s) the rows come from."""
+    models = list(dict.fromkeys(r["model"].split("/")[-1] for r in rows
+                                if r.get("model") and r.get("kind") in ("decode_cost", "agent")))
+    machines = list(dict.fromkeys(r["machine"] for r in rows_of(rows, "run") if r.get("machine")))
+    named = f"model {models[0]}" if len(models) == 1 else "models " + ", ".join(models)
+    return f"{named if models else 'model not recorded'} · {'; '.join(machines) or 'machine not recorded'}"
 
 
-def plot_agent(rows: list[dict], path: Path) -> Path:
-    """Solve rate (each bar labelled solved/runs), and per solved task the median decode passes beside the
-    whole-file tokens (the passes a plain whole-file decode would run), per model x format x candidates;
-    passes on a log scale, since a diff's passes and a file's tokens differ by orders of magnitude."""
-    plt = _plt()
-    summary = agent_summary_rows(rows)
-    models = list(dict.fromkeys(s["model"].split("/")[-1] for s in summary))
-    named = len(models) > 1  # one model: named in the title, not under every bar
-    labels = [(f"{s['model'].split('/')[-1]}\n" if named else "") + f"{s['format']} x{s['candidates']}"
-              for s in summary]
-    fig, (ax1, ax2) = plt.subplots(1, 2, figsize=(max(11.0, 1.6 * len(summary)), 4.5))
-    bars = ax1.bar(labels, [s["solve rate"] for s in summary])
-    ax1.bar_label(bars, [f"{s['solved']}/{s['runs']}" for s in summary], fontsize=8)
-    ax1.set_ylim(0, 1)
-    ax1.set_ylabel("solve rate")
-    xs = range(len(summary))
-    passes = [s["median decode passes (solved)"] for s in summary]
-    whole = [s["median whole-file tokens (solved)"] for s in summary]
-    run = ax2.bar([x - 0.2 for x in xs], [p or 0 for p in passes], width=0.4, label="decode passes run")
-    plain = ax2.bar([x + 0.2 for x in xs], [w or 0 for w in whole], width=0.4,
-                    label="whole file, plain decode")
-    for group, values in ((run, passes), (plain, whole)):
-        ax2.bar_label(group, ["" if v is None else f"{v:,.0f}" for v in values], fontsize=7)
-    for x, p in zip(xs, passes, strict=True):
-        if p is None:
-            ax2.annotate("none\nsolved", (x, 1), ha="center", va="bottom", fontsize=7, color="grey")
-    ax2.set_yscale("log")
-    ax2.set_ylim(1, 20 * max([v for v in passes + whole if v], default=1))  # room for the legend
-    ax2.set_xticks(list(xs), labels)
-    ax2.set_ylabel("median per solved task (log scale)")
-    ax2.legend(loc="upper left", fontsize=8)
-    for ax in (ax1, ax2):
-        ax.tick_params(axis="x", labelsize=7, labelrotation=15)
-    title = "Agent eval: solve rate and decode passes (passes saved = whole file - passes run)"
-    fig.suptitle(title if named else f"{title}, {models[0]}")
-    fig.tight_layout()
-    fig.savefig(path, dpi=110)
-    plt.close(fig)
-    return path
+# ---------------------------------------------------------------- header
+
+HEADER_KEYS = ("version", "model", "machine", "command", "date")  # harness/trace.run_header's fields
+
+
+def run_rows(rows: list[dict]) -> list[dict]:
+    return rows_of(rows, "run")
+
+
+def header_markdown(rows: list[dict]) -> str:
+    """The report's opening: what made these rows (version, model, machine, command, date), one bullet list
+    for one run, a table for several (merged files, a resumed eval)."""
+    runs = run_rows(rows)
+    if not runs:
+        return "Runs: not recorded (results written before runs recorded a header)."
+    if len(runs) == 1:
+        return header_bullets(runs[0])
+    return _md_table(["run", *HEADER_KEYS], [[str(n), *(_header_cell(k, r.get(k)) for k in HEADER_KEYS)]
+                                              for n, r in enumerate(runs, 1)])
+
+
+def header_bullets(header: dict) -> str:
+    return "\n".join(f"- {k}: {_header_cell(k, header.get(k))}" for k in HEADER_KEYS)
+
+
+def _header_cell(key: str, value) -> str:
+    if value in (None, ""):
+        return "-"
+    return f"`{value}`" if key == "command" else str(value).replace("|", "\\|")
 
 
 # ---------------------------------------------------------------- everything
@@ -426,7 +400,7 @@ def replies_table(groups: list[FormatOutcomes]) -> str:
 
 
 def render_markdown(rows: list[dict], replies: list[FormatOutcomes] = ()) -> str:
-    parts = ["# deltaserve eval report", ""]
+    parts = ["# deltaserve eval report", "", header_markdown(rows), ""]
     if rows_of(rows, "decode_cost") or rows_of(rows, "replay"):
         summary = decode_summary(rows)
         summary_rows = [[k, _fmt(v)] for k, v in summary.items()]
@@ -455,12 +429,20 @@ def write_report(rows: list[dict], out_dir: Path, replies: list[FormatOutcomes] 
     out_dir.mkdir(parents=True, exist_ok=True)
     paths = {"report": out_dir / "report.md"}
     paths["report"].write_text(render_markdown(rows, replies), encoding="utf-8")
+    caption = plot_caption(rows)
     if rows_of(rows, "decode_cost"):
-        paths["decode_tokens_plot"] = plot_decode_tokens(rows, out_dir / "decode_tokens.png")
-        paths["decode_seconds_plot"] = plot_decode_seconds(rows, out_dir / "decode_seconds.png")
-        paths["size_ratio_plot"] = plot_ratio_by_size(rows, out_dir / "ratio_by_size.png")
+        paths["decode_tokens_plot"] = plots.per_format(
+            format_points(rows, lambda r: r["reply_tokens"]), out_dir / "decode_tokens.png",
+            "decode tokens of the gold reply", "Decode tokens per edit format, one point per task", caption,
+            "capped (count exact, decode cut short)")
+        paths["decode_seconds_plot"] = plots.per_format(
+            format_points(rows, full_decode_s), out_dir / "decode_seconds.png",
+            "decode seconds (teacher-forced)", "Decode seconds per edit format, one point per task", caption,
+            "capped (seconds extrapolated)")
+        paths["size_ratio_plot"] = plots.ratio_by_size(ratio_points(rows), [low for _, low in BUCKETS[1:]],
+                                                       out_dir / "ratio_by_size.png", caption)
     if rows_of(rows, "agent"):
-        paths["agent_plot"] = plot_agent(rows, out_dir / "agent.png")
+        paths["agent_plot"] = plots.agent(agent_summary_rows(rows), out_dir / "agent.png", caption)
     return paths
 
 

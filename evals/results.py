@@ -1,7 +1,8 @@
 """Eval results as JSONL rows: append as runs finish (so a crash loses nothing), read back for reports.
 
-Every row carries `kind`: "decode_cost" (one task x format forced decode), "replay" (one step of the
-multi-step prefix-cache replay) or "agent" (one live agent run).
+Every row carries `kind`: "run" (what ran, where and when: harness/trace.run_header, one per eval run,
+first), "decode_cost" (one task x format forced decode), "replay" (one step of the multi-step prefix-cache
+replay), "agent" (one live agent run) or "skipped".
 """
 
 from __future__ import annotations

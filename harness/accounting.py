@@ -7,6 +7,7 @@ None means "the provider did not say" and is shown as "unknown" (never silently 
 
 from __future__ import annotations
 
+import json
 from collections.abc import Iterable
 from pathlib import Path
 from typing import Literal
@@ -17,6 +18,8 @@ from deltaserve.harness.candidates import CandidateOutcome
 from deltaserve.harness.formats import whole
 from deltaserve.harness.outcomes import Outcome
 from deltaserve.harness.prefix_monitor import PrefixBreak
+
+TRACE_HEADER = "header"  # the `record` of a trace's first line, the run header (harness/trace.py)
 
 
 class ApplyOutcome(BaseModel):
@@ -241,19 +244,23 @@ class RunReport(_Savings):
 
     @classmethod
     def from_trace(cls, path: str | Path) -> RunReport:
-        """Rebuild a run from its JSONL trace (one StepReport per line; a torn last line, left by a run that
-        was interrupted mid-write, is skipped)."""
+        """Rebuild a run from its JSONL trace (the run header record, then one StepReport per line; a torn
+        last line, left by a run that was interrupted mid-write, is skipped)."""
         lines = [line for line in Path(path).read_text(encoding="utf-8").splitlines() if line.strip()]
-        steps = []
+        header, steps = {}, []
         for number, line in enumerate(lines, 1):
             try:
-                steps.append(StepReport.model_validate_json(line))
+                record = json.loads(line)
+                if isinstance(record, dict) and record.get("record") == TRACE_HEADER:
+                    header = record
+                else:
+                    steps.append(StepReport.model_validate(record))
             except ValueError:
                 if number < len(lines):
                     raise
         first = steps[0] if steps else None
-        return cls(model=first.model if first else "", edit_format=first.edit_format if first else "",
-                   steps=steps)
+        return cls(model=first.model if first else header.get("model", ""),
+                   edit_format=first.edit_format if first else header.get("edit_format", ""), steps=steps)
 
 
 def whole_file_tokens(new_contents: dict[str, str | None], count) -> int:

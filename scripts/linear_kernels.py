@@ -9,7 +9,7 @@ one that does not is at the memory bandwidth.
 
 Measured 2026-12-04 (2-core Intel Xeon, AVX-512 + VNNI + AMX, torch 2.13; 28 layers of the 1.5B model):
 2 threads: int4 g32 63.1, int4 g128 55.5, w8a8 54.9, int8 weight-only 85.4 ms; 1 thread: 106.3, 99.0,
-107.3, 162.4 ms (README, "CPU decode").
+107.3, 162.4 ms (docs/benchmarks.md, "CPU decode").
 """
 
 from __future__ import annotations

@@ -1,8 +1,8 @@
 """llama.cpp on the same GGUF, timed like our engine: prefill tok/s of a prompt and decode ms/token after it.
 
-llama-cpp-python is an optional extra (`pip install 'deltaserve[bench]'`; build flags in the README); without
-it, or for a model that is not a GGUF file, `open_llama_cpp` returns None and a reason, and the benchmark
-prints the column as skipped.
+llama-cpp-python is an optional extra (`pip install 'deltaserve[bench]'`; build flags in docs/benchmarks.md);
+without it, or for a model that is not a GGUF file, `open_llama_cpp` returns None and a reason, and the
+benchmark prints the column as skipped.
 """
 
 from __future__ import annotations

@@ -87,7 +87,7 @@ def test_fix_reports_the_servers_cache_figures(llama_server, project, test_cmd, 
           "--model", "openai/smollm2-135m", "--api-base", base, "--max-steps", "2", "--max-tokens", "48",
           "--trace", str(trace)])
     out = capsys.readouterr().out
-    steps = [json.loads(line) for line in trace.read_text().splitlines()]
+    steps = [json.loads(line) for line in trace.read_text().splitlines()[1:]]  # after the run header
     model_steps = [s for s in steps if s["completion_tokens"]]
     assert len(model_steps) == 2, out
     for step in model_steps:  # counts from the server's usage, not zeros

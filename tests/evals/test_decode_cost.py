@@ -94,7 +94,8 @@ def test_cli_decode_cost_caps_replies_and_rejects_bad_formats(tiny_llama_8k, tmp
                  "--formats", "search_replace", "--max-reply-tokens", "8", "--dtype", "float32",
                  "--threads", "1", "--out", str(out)])
     assert code == 0
-    (row,) = [json.loads(line) for line in (out / "results.jsonl").read_text().splitlines()]
+    run, row = [json.loads(line) for line in (out / "results.jsonl").read_text().splitlines()]
+    assert run["kind"] == "run" and run["model"] == str(tiny_llama_8k) and run["engine"]["dtype"] == "float32"
     assert row["format"] == "search_replace" and row["capped"] and row["completion_tokens"] == 8
     assert row["reply_tokens"] > 8
     assert "decode cost: summary" in capsys.readouterr().out
@@ -109,7 +110,7 @@ def test_speculation_shows_in_passes_and_accepted_drafts(tiny_llama_8k, tmp_path
     assert main(["eval", "decode-cost", "--model", str(tiny_llama_8k), "--tasks", TASK, "--no-replay",
                  "--formats", "whole", "--speculative", "suffix", "--dtype", "float32", "--threads", "1",
                  "--out", str(out)]) == 0
-    (row,) = [json.loads(line) for line in (out / "results.jsonl").read_text().splitlines()]
+    _, row = [json.loads(line) for line in (out / "results.jsonl").read_text().splitlines()]
     assert row["speculative"] and row["prediction"] and row["forced_matches"]
     assert row["completion_tokens"] == row["reply_tokens"]
     assert row["accepted_draft_tokens"] > 0

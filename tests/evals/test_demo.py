@@ -2,6 +2,7 @@
 files."""
 
 import io
+import json
 
 from rich.console import Console
 
@@ -20,6 +21,14 @@ def test_demo_runs_the_agent_then_the_quick_eval(tiny_llama_8k, tmp_path):
     assert len(report.steps) == 1 and report.steps[0].prompt_tokens > 100
     assert report.steps[0].completion_tokens <= 8
     assert (out / "agent" / "trace.jsonl").is_file() and (out / "agent" / "report.json").is_file()
+    # the agent half's report.md opens with what ran, where and when, then the step table
+    agent_md = (out / "agent" / "report.md").read_text()
+    assert agent_md.startswith("# deltaserve agent run\n\n- version: ")
+    assert f"- model: local/{tiny_llama_8k.name}" in agent_md and "| step | action | prompt |" in agent_md
+    assert "| 1 | " in agent_md and "| **total** |" in agent_md
+    assert json.loads((out / "agent" / "trace.jsonl").read_text().splitlines()[0])["record"] == "header"
+    eval_md = (out / "decode-cost" / "report.md").read_text()
+    assert eval_md.startswith("# deltaserve eval report\n\n- version: ")
     # then the quick eval, with its table and the paths of its report and plots
     for name in ("results.jsonl", "report.md", "decode_tokens.png", "decode_seconds.png"):
         assert (out / "decode-cost" / name).is_file()

@@ -5,7 +5,18 @@ import json
 import pytest
 
 from deltaserve.cli import main
-from deltaserve.evals.report import decode_summary, full_decode_s, render_markdown, write_report
+from deltaserve.evals import plots
+from deltaserve.evals.plots import Point
+from deltaserve.evals.report import (
+    decode_summary,
+    format_points,
+    full_decode_s,
+    header_markdown,
+    plot_caption,
+    ratio_points,
+    render_markdown,
+    write_report,
+)
 from deltaserve.evals.results import append_row, load_rows
 
 
@@ -88,3 +99,61 @@ def test_cli_report_rebuilds_tables_and_plots(tmp_path, capsys):
 def test_cli_report_missing_file_is_a_clear_error(tmp_path, capsys):
     assert main(["eval", "report", str(tmp_path / "nope.jsonl")]) == 1
     assert "no results file" in capsys.readouterr().err
+
+
+RUN = {"kind": "run", "version": "0.2.0 (abc1234)", "model": "qwen2.5-coder-1.5b",
+       "machine": "AMD EPYC, 2 cores, 24 GB, x86_64 Linux", "command": "deltaserve eval decode-cost --quick",
+       "date": "2026-12-06 05:00 UTC", "eval": "decode-cost"}
+
+
+def test_the_report_opens_with_its_runs_header():
+    text = render_markdown([RUN, *ROWS])
+    head = text.split("## Summary")[0]
+    for line in ("- version: 0.2.0 (abc1234)", "- model: qwen2.5-coder-1.5b", "- machine: AMD EPYC, 2 cores",
+                 "- command: `deltaserve eval decode-cost --quick`", "- date: 2026-12-06 05:00 UTC"):
+        assert line in head
+    # several runs (merged files, a resumed eval): one table row each
+    merged = header_markdown([RUN, {**RUN, "machine": "Xeon | AMX", "date": "2026-12-07 01:00 UTC"}, *ROWS])
+    assert merged.startswith("| run | version | model | machine | command | date |")
+    assert "| 2 | 0.2.0 (abc1234) |" in merged and "Xeon \\| AMX" in merged
+    assert "not recorded" in header_markdown(ROWS)  # results from before runs wrote a header
+
+
+def test_plots_name_model_and_machine():
+    assert plot_caption([RUN, *ROWS]) == "model not recorded · AMD EPYC, 2 cores, 24 GB, x86_64 Linux"
+    rows = [{**r, "model": "local/qwen2.5-coder-1.5b"} for r in ROWS]
+    assert plot_caption([RUN, *rows]).startswith("model qwen2.5-coder-1.5b · AMD EPYC")
+    two = [*rows, {**rows[0], "model": "openai/gpt-x"}]
+    assert plot_caption(two) == "models qwen2.5-coder-1.5b, gpt-x · machine not recorded"
+
+
+def test_plot_points_are_one_per_task_in_size_order_with_capped_ones_marked():
+    tokens = format_points(ROWS, lambda r: r["reply_tokens"])
+    assert list(tokens) == ["whole", "udiff", "search_replace"]
+    assert tokens["whole"] == [Point("t1", 20, 200, False), Point("t2", 900, 1000, True)]
+    seconds = format_points(ROWS, full_decode_s)
+    assert seconds["whole"][1] == Point("t2", 900, pytest.approx(15.0), True)  # extrapolated from 100 tokens
+    assert ratio_points(ROWS) == {"whole/udiff": [(20, 4.0), (900, 20.0)],
+                                  "whole/search_replace": [(20, 5.0), (900, 40.0)]}
+
+
+def test_per_format_plot_draws_markers_never_lines_and_hollow_capped_points():
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    fig, ax = plt.subplots()
+    plots.draw_per_format(ax, format_points(ROWS, lambda r: r["reply_tokens"]), "capped")
+    assert len(ax.lines) == 0  # no line joins two tasks
+    labels = [c.get_label() for c in ax.collections]
+    assert labels == ["whole", "whole, capped", "udiff", "search_replace"]
+    hollow = ax.collections[1]
+    assert hollow.get_facecolors().size == 0 and list(hollow.get_offsets()[0]) == [900, 1000]
+    plt.close(fig)
+
+
+@pytest.mark.parametrize(("value", "label"), [(30, "30"), (1000, "1,000"), (20000, "20,000"), (0.5, "0.5"),
+                                              (0.05, "0.05"), (1, "1")])
+def test_log_axes_are_labelled_with_plain_numbers(value, label):
+    assert plots.tick_label(value) == label

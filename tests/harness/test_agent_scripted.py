@@ -109,8 +109,9 @@ def test_two_step_fix_with_every_number_checked(project, test_cmd, tmp_path):
     assert report.final_diff == ("--- a/calc.py\n+++ b/calc.py\n@@ -1,5 +1,5 @@\n def add(a, b):\n"
                                  "-    return a - b\n+    return a + b\n \n \n def mul(a, b):\n")
 
-    # the trace holds one line per step and rebuilds the same run
-    lines = trace.read_text().splitlines()
+    # the trace holds the run header, then one line per step, and rebuilds the same run
+    header, *lines = trace.read_text().splitlines()
+    assert json.loads(header)["record"] == "header" and json.loads(header)["model"] == report.model
     assert len(lines) == 2 and json.loads(lines[1])["decode_saved"] == s2.decode_saved
     ran_in = "none" if bwrap_problem() else "bwrap"  # `auto`'s pick here: the trace says which one ran
     assert initial.sandbox == json.loads(lines[1])["tests"]["sandbox"] == ran_in

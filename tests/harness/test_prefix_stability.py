@@ -73,7 +73,7 @@ def test_the_step_report_says_where_a_prompt_left_the_cached_prefix(engine, proj
     assert brk is not None and brk.position == len(first_prompt)
     assert brk.expected.startswith("\n\n") and brk.got.startswith("VIEW")
     assert report.steps[0].prefix_break is None and report.steps[2].prefix_break is None
-    traced = [json.loads(line) for line in trace.read_text().splitlines()]
+    traced = [json.loads(line) for line in trace.read_text().splitlines()[1:]]  # after the run header
     assert traced[1]["prefix_break"]["position"] == brk.position and traced[0]["prefix_break"] is None
 
 
