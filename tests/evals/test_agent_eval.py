@@ -60,6 +60,10 @@ def test_runs_are_recorded_and_a_rerun_resumes(tmp_path, gold_udiff):
     assert not rows[CLUELESS]["solved"] and rows[CLUELESS]["steps"] == 1
     report = (out / "report.md").read_text()
     assert "Agent runs" in report and CLUELESS in report
+    # each invocation that ran something recorded what ran where; the report opens with them
+    runs = rows_of(load_rows(out / "results.jsonl"), "run")
+    assert [r["model"] for r in runs] == [GOLD, f"{GOLD}, {CLUELESS}"] and all(r["machine"] for r in runs)
+    assert report.startswith("# deltaserve eval report\n\n| run | version | model | machine | command |")
     assert (out / "agent.png").read_bytes()[:4] == b"\x89PNG"
     # from the traces: the gold udiff applied (tests ran), the clueless prose reply had no edits
     assert f"| {GOLD} | udiff | 1 | 1 | 1.00 | - |" in report
