@@ -314,7 +314,10 @@ def run_markdown(report: RunReport, header: dict) -> str:
     """One agent run (the demo's agent half): the header, the step table the terminal showed, why it
     stopped and the final diff."""
     body = [live_table.row(step, str(step.step), step.action, step.outcome) for step in report.steps]
-    body.append(live_table.row(report, "**total**", "", "solved" if report.solved else "not solved"))
+    verdict = "solved" if report.solved else "not solved"
+    if report.est_seconds_saved is not None:
+        verdict += f", est. {report.est_seconds_saved:.1f}s saved"
+    body.append(live_table.row(report, "**total**", "", verdict))
     body = [[cell.replace("|", "\\|") for cell in line] for line in body]
     table = _md_table(list(live_table.COLUMNS), body)
     parts = ["# deltaserve agent run", "", header_bullets(header), "", table, "",
@@ -378,12 +381,16 @@ def header_markdown(rows: list[dict]) -> str:
 
 
 def header_bullets(header: dict) -> str:
-    return "\n".join(f"- {k}: {_header_cell(k, header.get(k))}" for k in HEADER_KEYS)
+    """The header's five fields, then whatever else its run recorded (the engine's numerics, the task)."""
+    extra = [k for k in header if k not in (*HEADER_KEYS, "kind", "record")]
+    return "\n".join(f"- {k}: {_header_cell(k, header.get(k))}" for k in (*HEADER_KEYS, *extra))
 
 
 def _header_cell(key: str, value) -> str:
     if value in (None, ""):
         return "-"
+    if isinstance(value, dict):
+        value = ", ".join(f"{k} {v}" for k, v in value.items())
     return f"`{value}`" if key == "command" else str(value).replace("|", "\\|")
 
 
