@@ -132,6 +132,18 @@ class UnknownEditFormatError(HarnessError, ValueError):
     """An edit format name that is not registered."""
 
 
+class ReplyRejected(HarnessError):
+    """A reply whose edits go no further (cut off, unreadable, refused, not applicable, already tried): the
+    stage that saw it raises this (harness/pipeline.py). `outcome`: the harness.outcomes.Outcome it ends in;
+    the message is what the model is told; `error`: what the step's apply outcome records (None: the reply
+    had no edits to apply)."""
+
+    def __init__(self, outcome: str, message: str, error: str | None = None):
+        super().__init__(message)
+        self.outcome = outcome
+        self.error = error
+
+
 # evals ----------------------------------------------------------------------------------------------------
 
 

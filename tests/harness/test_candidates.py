@@ -2,16 +2,29 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+from typing import NamedTuple
+
 import litellm
 
-from deltaserve.harness import Agent
-from deltaserve.harness.candidates import CandidateOutcome, Trial, choose
+from deltaserve.harness import Agent, formats
+from deltaserve.harness.candidates import CandidateOutcome, choose, try_reply
 from deltaserve.harness.client import complete
+from deltaserve.harness.config import AgentConfig
+from deltaserve.harness.trial import Context
+from deltaserve.tools.workspace import Workspace
 
 MODEL = "openai/gpt-4o-mini"  # counted with litellm's bundled tokenizer; never called
 WRONG = "calc.py\n```python\ndef add(a, b):\n    return a * b\n```\n"
 NOOP = "calc.py\n```python\ndef add(a, b):\n    return a - b\n```\n"
 RIGHT = "calc.py\n```python\ndef add(a, b):\n    return a + b\n```\n"
+
+
+def try_alone(fmt, text: str, project: Path, test_cmd: str, in_play: tuple[str, ...] = (),
+              finish_reason: str | None = None):
+    """One reply tried as a candidate of a run that has just started, outside any agent."""
+    ctx = Context(Workspace(project), "", test_cmd, AgentConfig(test_timeout=60), fmt, in_play=in_play)
+    return try_reply(text, finish_reason, fmt, ctx, "none")
 
 
 def scripted(replies: list[str | tuple[str, str]], calls: list[dict]):
@@ -59,24 +72,33 @@ def test_the_passing_candidate_is_kept_and_every_candidate_counted(project, quic
     assert '"outcome":"no-op edit"' in (tmp_path / "t.jsonl").read_text()  # per-candidate outcomes traced
 
 
+class Tried(NamedTuple):  # what choose() reads of a trial
+    outcome: str
+    failing: int | None = None
+    passed: int | None = None
+    why: str | None = None
+
+
 def test_choose_stops_at_the_first_pass_and_else_takes_the_most_passing():
-    tried = []
+    table = {"a": Tried("tests fail", 3, 5), "b": Tried("tests fail", 1, 7), "c": Tried("apply failed"),
+             "d": Tried("tests pass", 0, 8), "r": Tried("repeated reply"),
+             # a module that no longer imports: one erroring test file, nothing passes
+             "e": Tried("tests fail", 1, 0)}
 
-    def trial(text):
-        tried.append(text)
-        return {"a": Trial("tests fail", 3, 5), "b": Trial("tests fail", 1, 7), "c": Trial("apply failed"),
-                "d": Trial("tests pass", 0, 8),
-                # a module that no longer imports: one erroring test file, nothing passes
-                "e": Trial("tests fail", 1, 0)}[text]
+    def trying(texts):
+        return lambda i: table[texts[i]]
 
-    index, outcomes = choose(["c", "a", "b"], trial, earlier=[])
+    def pick(texts):
+        return choose(texts, trying(texts))
+
+    index, outcomes = pick(["c", "a", "b"])
     assert index == 2 and [o.outcome for o in outcomes] == ["apply failed", "tests fail", "tests fail"]
     assert outcomes[2].passed == 7
-    index, _ = choose(["e", "a"], trial, earlier=[])
+    index, _ = pick(["e", "a"])
     assert index == 1  # fewer failing, but nothing passing, ranks below three failing and five passing
-    index, outcomes = choose(["a", "c"], trial, earlier=["a"])
+    index, outcomes = pick(["r", "c"])
     assert index == 1  # an edit that did not apply (its error is feedback) over a repeat of an earlier reply
-    index, outcomes = choose(["a", "d", "b", "a"], trial, earlier=["a"])
+    index, outcomes = pick(["r", "d", "b", "r"])
     assert index == 1 and [o.outcome for o in outcomes] == ["repeated reply", "tests pass", "not tried",
                                                              "not tried"]
     passing = CandidateOutcome(index=1, outcome="tests pass")
@@ -119,16 +141,11 @@ def test_no_more_are_sampled_once_a_candidate_passes(project, quick_test_cmd):
 
 
 def test_a_search_replace_candidate_changing_nothing_is_a_no_op_as_in_the_agent(project, quick_test_cmd):
-    from pathlib import Path
-
-    from deltaserve.harness import formats
-    from deltaserve.harness.candidates import try_reply
-
     same = (Path(__file__).parent / "replies" / "sr_no_op.txt").read_text()  # REPLACE == SEARCH
-    trial = try_reply(formats.get("search_replace"), same, project, quick_test_cmd, 60, False, "none")
+    trial = try_alone(formats.get("search_replace"), same, project, quick_test_cmd)
     assert trial.outcome == "no-op edit" and "have no changes" in trial.why
     elsewhere = same.replace("a - b\n=======", "a / b\n=======")  # SEARCH text that is not in the file
-    trial = try_reply(formats.get("search_replace"), elsewhere, project, quick_test_cmd, 60, False, "none")
+    trial = try_alone(formats.get("search_replace"), elsewhere, project, quick_test_cmd)
     assert trial.outcome == "apply failed" and "was not applied" in trial.why
 
 

@@ -6,12 +6,11 @@ the replies are scripted."""
 from __future__ import annotations
 
 from deltaserve.harness import Agent, formats
-from deltaserve.harness.candidates import try_reply
 from deltaserve.harness.cut_replies import complete_definitions, cut_reply
 from deltaserve.harness.formats.auto import AskedFormat
 from deltaserve.tools.workspace import Workspace
 
-from .test_candidates import MODEL, scripted
+from .test_candidates import MODEL, scripted, try_alone
 
 FIXED_ADD = "def add(a, b):\n    return a + b\n"
 # the whole file re-typed with add() fixed, cut inside mul()'s body: a short file if written as it is
@@ -84,7 +83,7 @@ def test_a_cut_candidate_is_read_with_its_own_finish_reason(project, quick_test_
     """Two candidates of one request: the first cut in the whole format (nothing written, tried or kept),
     the second complete and passing."""
     whole_fixed = f"calc.py\n```python\n{FIXED_ADD}\n\ndef mul(a, b):\n    return a * b\n```\n"
-    assert try_reply(formats.get("whole"), CUT, project, quick_test_cmd, 30, False,
+    assert try_alone(formats.get("whole"), CUT, project, quick_test_cmd,
                      finish_reason="length").outcome == "cut off"
     calls: list[dict] = []
     agent = Agent(project, "add() returns the wrong result", test_cmd=quick_test_cmd, model=MODEL,

@@ -1,10 +1,12 @@
 """Excerpts of long files: the code the failing tests reach, fold markers with true line numbers, and the
 edits that would drop what was folded."""
 
-from deltaserve.harness import context, excerpt
-from deltaserve.harness.edit_checks import refusal
+from deltaserve.errors import ReplyRejected
+from deltaserve.harness import context, edit_checks, excerpt
+from deltaserve.harness.config import AgentConfig
 from deltaserve.harness.prompt import render_file
 from deltaserve.harness.python_refs import defines_code
+from deltaserve.harness.trial import Context, Draft
 from deltaserve.tools.patch import write_file
 from deltaserve.tools.workspace import Workspace
 
@@ -82,6 +84,19 @@ def test_gather_shows_the_reached_code_of_a_long_module_and_follows_imports(tmp_
     assert calc.truncated and calc.line_numbers is not None
     assert "    def _sum(self):" in calc.content and "def unrelated_3(x):" not in calc.content
     assert "parts the failing tests reach" in context.render(shown, numbered=False)
+
+
+def refusal(preview, ws, allow_test_edits, seen_in_part=frozenset()):
+    """(outcome, what the model is told) of the first preview check that refuses `preview`, else None."""
+    old = {p: ws.read_text(p) if ws.exists(p) else None for p in preview.new_contents}
+    draft = Draft("", None, None, preview=preview, old=old)
+    ctx = Context(ws, "", "", AgentConfig(allow_test_edits=allow_test_edits), None, seen_in_part=seen_in_part)
+    try:
+        for check in edit_checks.CHECKS:
+            check(draft, ctx)
+    except ReplyRejected as refused:
+        return refused.outcome, refused.message
+    return None
 
 
 def test_edits_that_drop_folded_lines_are_refused(tmp_path):

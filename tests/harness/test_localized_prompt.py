@@ -52,7 +52,7 @@ def test_the_suspects_are_named_and_shown(shop):
     assert "Code the failing tests run, most suspicious first" in prompt
     assert "code they call.\n- discounts.py:13-14 (in _bulk_discount)" in prompt
     assert "cut = total // 20" in prompt  # the suspect's file is in the context
-    assert "discounts.py" in agent.shown
+    assert "discounts.py" in agent.state.shown
 
 
 def test_localization_can_be_turned_off(shop):
@@ -61,4 +61,4 @@ def test_localization_can_be_turned_off(shop):
     assert report.suspects == [] and seen.localized == []
     assert "cut = total // 20" not in prompt
     assert "measured with coverage" not in prompt
-    assert "discounts.py" not in agent.shown
+    assert "discounts.py" not in agent.state.shown

@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import pytest
 
-from deltaserve.harness.candidates import try_reply
 from deltaserve.harness.formats import auto
 from deltaserve.harness.formats.symbol import SymbolEdit
 from deltaserve.harness.formats.whole import WholeFile
@@ -14,6 +13,7 @@ from deltaserve.harness.path_repair import Moved, repair_paths
 from deltaserve.tools.search_replace import SearchReplace
 from deltaserve.tools.workspace import Workspace
 
+from .test_candidates import try_alone
 from .test_small_model_replies import run
 
 SR_PLACEHOLDER = ("path/to/file.py\n```\n<<<<<<< SEARCH\n    return a - b\n=======\n    return a + b\n"
@@ -72,8 +72,7 @@ def test_an_ambiguous_or_partial_edit_stays_where_it_was_aimed(package):
 
 
 def test_a_candidate_is_tried_with_its_path_repaired_as_the_agent_would(project, quick_test_cmd):
-    tried = try_reply(auto.AutoFormat(), SR_PLACEHOLDER, project, quick_test_cmd, 30.0, False,
-                      "none", ["calc.py"])
+    tried = try_alone(auto.AutoFormat(), SR_PLACEHOLDER, project, quick_test_cmd, ("calc.py",))
     assert (tried.outcome, tried.failing) == ("tests pass", 0)
     assert "return a - b" in (project / "calc.py").read_text()  # a scratch copy was edited, not the project
 

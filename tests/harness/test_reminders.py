@@ -30,5 +30,5 @@ def test_a_file_shown_in_part_is_still_the_one_the_reminder_names(project, quick
     calc.write_text(calc.read_text() + helpers)
     agent, _, _ = run(project, quick_test_cmd, ["no edits here"], edit_format="search_replace", max_steps=1,
                       max_file_chars=400)
-    assert "calc.py" not in agent.seen and "calc.py" in agent.shown  # calc.py was cut
+    assert "calc.py" not in agent.state.seen and "calc.py" in agent.state.shown  # calc.py was cut
     assert agent.prompts[0][-1]["content"].rstrip().endswith(reminder("search_replace", "calc.py"))

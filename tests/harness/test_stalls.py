@@ -125,9 +125,11 @@ def test_only_a_format_not_asked_for_before_goes_back_to_greedy(project, quick_t
     (greedy), one it asked for before would get its old greedy reply back, so sampling stays on."""
     agent = Agent(project, "add() is wrong", test_cmd=quick_test_cmd, model=MODEL, edit_format="auto",
                   complete=scripted([], []))
-    agent.seen = agent.shown = ["calc.py"]
-    agent.described = list(asked_before)
-    agent.stalls.record("no-op edit", "udiff")
-    agent.stalls.record("no-op edit", "udiff")
-    agent.next_format()
-    assert agent.format.name != "udiff" and agent.stalls.sampling is not greedy_again
+    agent.state.seen = agent.state.shown = ["calc.py"]
+    agent.state.described = list(asked_before)
+    agent.state.stalls.record("no-op edit", "udiff")
+    agent.state.stalls.record("no-op edit", "udiff")
+    choice = agent.choose_format()
+    assert agent.state.stalls.sampling  # choosing changes nothing; asking for it does
+    agent.ask_for(choice)
+    assert agent.format.name == choice.name != "udiff" and agent.state.stalls.sampling is not greedy_again
