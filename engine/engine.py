@@ -29,6 +29,7 @@ import torch
 from pydantic import ValidationError
 
 from deltaserve.engine.config import EngineConfig
+from deltaserve.engine.constraints import GrammarCompiler, fill_span_masks, words_per_row
 from deltaserve.engine.errors import EngineError, InvalidRequestError
 from deltaserve.engine.forward_batch import Span
 from deltaserve.engine.kv_cache import KVCache, bytes_per_block, default_num_blocks
@@ -46,6 +47,8 @@ from deltaserve.engine.speculative import make_drafter
 
 log = logging.getLogger(__name__)
 
+# Drafts a constrained request makes of its forced tokens (the grammar's fixed text) when speculation is off
+MAX_FORCED_DRAFTS = 16
 DTYPES = {"float32": torch.float32, "bfloat16": torch.bfloat16, "float16": torch.float16}
 PromptLike = str | list[int]
 
@@ -99,6 +102,7 @@ class Engine:
         self.accepted_draft_tokens = 0
         self.draft_counts: dict[str, DraftCounts] = {}
         self.drafter = make_drafter(self) if config.speculative != "off" else None
+        self.grammars = GrammarCompiler(self.tokenizer, m.vocab_size, sorted(self.eos_token_ids))
 
     def _disk_store(self, loaded: LoadedModel) -> DiskKVStore:
         c = self.config
@@ -162,7 +166,12 @@ class Engine:
         rid = request_id if request_id is not None else f"req-{next(self._ids)}-{uuid.uuid4().hex[:8]}"
         if rid in self.requests:
             raise InvalidRequestError(f"request id {rid!r} is already in use")
-        seq = Sequence(rid, ids, params, cache_salt, request_seed(params))
+        constraint = None
+        if params.grammar is not None:
+            if params.forced_token_ids is not None:
+                raise InvalidRequestError("forced_token_ids and a grammar cannot be combined")
+            constraint = self.grammars.compile(params.grammar)
+        seq = Sequence(rid, ids, params, cache_salt, request_seed(params), constraint)
         self.requests[rid] = seq
         self.scheduler.add(seq)
         return rid
@@ -211,7 +220,7 @@ class Engine:
         """One scheduler step = one forward pass: schedule -> run (the model runner) -> postprocess."""
         outputs = [self._emit(seq) for seq in self._finished_pending]
         self._finished_pending.clear()
-        if self.drafter is not None:
+        if self.drafter is not None or any(seq.constraint for seq in self.scheduler.running):
             self._propose_drafts()
         plan = self.scheduler.schedule()
         if not plan.spans:
@@ -231,14 +240,32 @@ class Engine:
         generators = [None if seq.seed is None
                       else position_generator(seq.seed, seq.num_output_tokens + j, self.device)
                       for seq, j in rows]
+        masks = self._masks(scheduled, len(rows))
         began = time.perf_counter()
-        tokens = self.runner.run(spans, [s.params for s, _ in rows], generators)
+        tokens = self.runner.run(spans, [s.params for s, _ in rows], generators, masks)
         self._time_pass(scheduled, time.perf_counter() - began)
         per_span, row = [], 0
         for span in spans:
             per_span.append(tokens[row:row + len(span.logits_offsets)])
             row += len(span.logits_offsets)
         return per_span
+
+    def _masks(self, scheduled: list[ScheduledSpan], num_rows: int) -> torch.Tensor | None:
+        """The wanted rows' allowed-token bitmasks when any constrained request samples this step."""
+        if not any(sp.seq.constraint is not None and sp.completes for sp in scheduled):
+            return None
+        masks = torch.full((num_rows, words_per_row(self.model.vocab_size)), -1, dtype=torch.int32,
+                           pin_memory=self.device.type == "cuda")
+        row = 0
+        for sp in scheduled:
+            if not sp.completes:
+                continue
+            width = sp.num_drafts + 1
+            if sp.seq.constraint is not None:
+                drafts = sp.seq.draft_token_ids[:sp.num_drafts]
+                fill_span_masks(sp.seq.constraint, drafts, masks[row:row + width])
+            row += width
+        return masks
 
     def _fail(self, scheduled: list[ScheduledSpan], error: str) -> list[RequestOutput]:
         outputs = []
@@ -283,7 +310,9 @@ class Engine:
             cost.observe(1 + spans[0].num_drafts, seconds)
 
     def _propose_drafts(self) -> None:
-        k = self.drafter.max_draft_tokens
+        """Drafts for every decoding sequence: the drafter's, cut where a request's constraint would refuse
+        them; a constrained request whose next tokens the constraint alone decides drafts those instead."""
+        k = self.drafter.max_draft_tokens if self.drafter is not None else MAX_FORCED_DRAFTS
         for seq in self.scheduler.running:
             seq.draft_token_ids = []
             if seq.in_prefill or seq.num_tokens - seq.num_computed_tokens != 1:
@@ -293,9 +322,21 @@ class Engine:
             if room <= 0:
                 continue
             try:
-                seq.draft_token_ids = list(self.drafter.propose(seq))[:room]
+                if self.drafter is not None:
+                    seq.draft_token_ids = list(self.drafter.propose(seq))[:room]
+                if seq.constraint is not None:
+                    self._constrain_drafts(seq, room)
             except Exception:
                 log.exception("drafter failed for %s; no drafts this step", seq.request_id)
+                seq.draft_token_ids = []
+
+    @staticmethod
+    def _constrain_drafts(seq: Sequence, room: int) -> None:
+        drafts = seq.draft_token_ids[:seq.constraint.valid_prefix(seq.draft_token_ids)]
+        if not drafts:
+            drafts = seq.constraint.forced_tokens()[:room]
+            seq.draft_source = "grammar"
+        seq.draft_token_ids = drafts
 
     def _advance(self, sp: ScheduledSpan, sampled: list[int]) -> bool:
         """Account for a computed span; sample (and verify drafts) if it completed. True if tokens came."""
@@ -354,6 +395,13 @@ class Engine:
         old_len = len(seq.text)
         self._detokenize(seq)
         p = seq.params
+        if seq.constraint is not None:
+            if not seq.constraint.accept(tok):
+                seq.finish("error", f"the output cannot meet its constraint: {seq.constraint.error}")
+                return
+            if seq.constraint.done:
+                seq.finish("stop")
+                return
         if p.stop and len(seq.text) > old_len:
             longest = max(len(s) for s in p.stop)
             start = max(0, old_len - longest + 1)

@@ -50,10 +50,11 @@ class ModelRunner:
                     return logits
             return self.model.forward(self.prepare(spans), self.kv)
 
-    def run(self, spans: list[Span], params: list[SamplingParams],
-            generators: list[torch.Generator | None]) -> list[int]:
-        """The sampled token of every wanted row (params and generators: one per row, in order)."""
+    def run(self, spans: list[Span], params: list[SamplingParams], generators: list[torch.Generator | None],
+            masks: torch.Tensor | None = None) -> list[int]:
+        """The sampled token of every wanted row (params and generators: one per row, in order; masks: the
+        rows' allowed-token bitmasks, or None)."""
         logits = self.logits(spans)
         with torch.inference_mode():
-            tokens = sample_batch(logits, SamplingBatch(params, generators, self.device))
+            tokens = sample_batch(logits, SamplingBatch(params, generators, self.device, masks))
             return tokens.tolist()  # the step's one device-to-host copy (waits for the device)

@@ -13,6 +13,8 @@ import torch
 from pydantic import BaseModel, ConfigDict, Field
 
 from deltaserve.engine.config import SpeculativeMethod
+from deltaserve.engine.constraints.masks import unpack_bitmask
+from deltaserve.engine.constraints.spec import GrammarSpec
 
 # Below this, sampling is argmax in all but name: the top logit outweighs the next by a factor of
 # exp(gap / temperature), so we take the argmax rather than divide by a number that overflows float32.
@@ -35,6 +37,8 @@ class SamplingParams(BaseModel):
     # Teacher forcing (decode-cost evals): these tokens are emitted in order instead of sampling, each
     # through a normal decode pass; the request finishes ("stop") when they run out.
     forced_token_ids: list[int] | None = None
+    # Constrained decoding: the output matches this grammar (JSON schema, regex, Lark) from its first token.
+    grammar: GrammarSpec | None = None
 
     @property
     def greedy(self) -> bool:
@@ -60,10 +64,13 @@ def position_generator(seed: int, position: int, device: torch.device) -> torch.
 class SamplingBatch:
     """The sampling parameters of one step's logits rows as per-row device tensors, so that every row is
     sampled in one batched pass with no host round trip (greedy rows take the argmax, the others are drawn
-    with their own generator). Filters a step does not use are left out (None) and cost nothing."""
+    with their own generator). Filters a step does not use are left out (None) and cost nothing.
+    `masks` [R, ceil(V / 32)] int32 on the host: the rows' allowed tokens as bits (constrained decoding;
+    engine/constraints), copied to the device with the rest; None when no row is constrained."""
 
     def __init__(self, params: list[SamplingParams], generators: list[torch.Generator | None],
-                 device: torch.device):
+                 device: torch.device, masks: torch.Tensor | None = None):
+        self.allowed_words = None if masks is None else _to_device(masks, device)
         self.greedy_rows = [p.greedy for p in params]
         self.all_greedy = all(self.greedy_rows)
         self.generators = [None if g else gen for g, gen in zip(self.greedy_rows, generators, strict=True)]
@@ -124,7 +131,10 @@ def sample_batch(logits: torch.Tensor, batch: SamplingBatch) -> torch.Tensor:
 
     A sampled row draws by the exponential race (argmax of p / E with E ~ Exp(1), which picks token i with
     probability p_i), its noise from the row's own generator: a seed gives the same tokens whatever else is
-    in the batch, and nothing waits for the host."""
+    in the batch, and nothing waits for the host. Tokens a row's mask disallows are never picked."""
+    if batch.allowed_words is not None:
+        allowed = unpack_bitmask(batch.allowed_words, logits.shape[-1])
+        logits = logits.masked_fill(~allowed, float("-inf"))
     greedy_tokens = logits.argmax(-1)
     if batch.all_greedy:
         return greedy_tokens

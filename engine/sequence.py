@@ -5,6 +5,7 @@ from __future__ import annotations
 import enum
 import time
 
+from deltaserve.engine.constraints.base import TokenConstraint
 from deltaserve.engine.outputs import RequestMetrics, RequestOutput
 from deltaserve.engine.sampler import SamplingParams
 
@@ -17,7 +18,7 @@ class Status(enum.Enum):
 
 class Sequence:
     def __init__(self, request_id: str, prompt_token_ids: list[int], params: SamplingParams,
-                 cache_salt: str | None, seed: int | None):
+                 cache_salt: str | None, seed: int | None, constraint: TokenConstraint | None = None):
         self.request_id = request_id
         self.prompt_token_ids = list(prompt_token_ids)
         self.token_ids = list(prompt_token_ids)  # prompt + confirmed generated tokens
@@ -25,6 +26,7 @@ class Sequence:
         self.params = params
         self.cache_salt = cache_salt
         self.seed = seed  # what this request's sampled draws derive from (sampler.position_generator)
+        self.constraint = constraint  # which tokens it may emit next (engine/constraints), or None
         self.status = Status.WAITING
         self.finish_reason: str | None = None
         self.error: str | None = None

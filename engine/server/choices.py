@@ -73,11 +73,12 @@ async def submit(ctx: ServingContext, req: SamplingRequest, prompts: list[Any], 
     choices = Choices(arrived)
     try:
         prediction = ctx.prompts.prediction(req)
+        grammar = await ctx.prompts.grammar(req)
         prepared = [await ctx.prompts.prepare(prompt, req.max_tokens) for prompt in prompts]
         for p_index, (ids, room) in enumerate(prepared):
             for i in range(req.n):
                 seed = None if req.seed is None else req.seed + i
-                params = sampling_params(req, seed, room, prediction, ctx.limits, stop)
+                params = sampling_params(req, seed, room, prediction, ctx.limits, stop, grammar)
                 choices.add(p_index, await ctx.async_engine.add_request(ids, params, req.cache_salt))
     except BaseException as exc:
         choices.abort()

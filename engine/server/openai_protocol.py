@@ -2,12 +2,14 @@
 
 Requests refuse what they do not implement: an unknown field is a 400 naming it (a silently dropped field,
 `tools` once among them, made agents misbehave without an error), and so is a value we do not serve
-(`response_format` other than text, logprobs, penalties). They are strict about types, as OpenAI's API is:
+(logprobs, penalties); `response_format` json_object and json_schema are served by constrained decoding
+(engine/constraints), as is the `structured_outputs` extension. They are strict about types, as OpenAI's is:
 "yes" is no boolean, true is no token id, "5" is no number (an integer is a valid number, and 3.0 a valid
 integer, as in JSON Schema). Tools: function tools, `tool_choice` (none, auto, required, a named function),
 `parallel_tool_calls`; history messages may carry `tool_calls` (assistant) and `tool_call_id` (tool).
-Extensions over OpenAI: `top_k`, `ignore_eos`, `cache_salt` and `speculative` (the draft method: "ngram",
-"suffix" or "off"; absent: the server's) on requests; a `metrics` object on responses (with draft counts
+Extensions over OpenAI: `top_k`, `ignore_eos`, `cache_salt`, `speculative` (the draft method: "ngram",
+"suffix" or "off"; absent: the server's) and `structured_outputs` (vLLM's: json, regex, grammar, choice) on
+requests; a `metrics` object on responses (with draft counts
 by drafter).
 """
 
@@ -173,27 +175,47 @@ class NamedToolChoice(BaseModel):
     function: FunctionName
 
 
-class ResponseFormat(BaseModel):
+class JsonSchemaFormat(BaseModel):
     model_config = REQUEST
-    type: str = Field(json_schema_extra={"enum": ["text"]})
-    # declared so that a json_schema format is refused for its type, not as an unknown field
-    json_schema: Any = Field(default=None, json_schema_extra={"type": "null"})
+    name: Annotated[str, Field(pattern=r"^[A-Za-z0-9_-]{1,64}$")]
+    description: str | None = None
+    # absent: any JSON object; strict or not, the output is decoded to match it (constrained decoding)
+    schema_: dict[str, Any] | None = Field(default=None, alias="schema")
+    strict: bool | None = None
 
-    @field_validator("type")
-    @classmethod
-    def _text_only(cls, value: str) -> str:
-        if value in ("json_object", "json_schema"):
-            raise ValueError(f"{value} is not supported by this server yet (it needs constrained decoding); "
-                             "only {\"type\": \"text\"} is")
-        if value != "text":
-            raise ValueError(f"unknown response_format type {value!r}; this server serves only \"text\"")
-        return value
 
-    @field_validator("json_schema")
-    @classmethod
-    def _no_schema(cls, value: Any) -> None:
-        if value is not None:
-            raise ValueError("json_schema formats are not supported by this server yet")
+class ResponseFormat(BaseModel):
+    """text, json_object (any JSON object) or json_schema: the output is decoded to match, token by token."""
+
+    model_config = REQUEST
+    type: Literal["text", "json_object", "json_schema"]
+    json_schema: JsonSchemaFormat | None = None
+
+    @model_validator(mode="after")
+    def _schema_with_its_type(self) -> ResponseFormat:
+        if self.type == "json_schema" and self.json_schema is None:
+            raise ValueError("a json_schema response_format needs its json_schema object")
+        if self.type != "json_schema" and self.json_schema is not None:
+            raise ValueError(f"json_schema is given but the response_format type is {self.type!r}")
+        return self
+
+
+class StructuredOutputs(BaseModel):
+    """Extension (vLLM's `structured_outputs`): exactly one of a JSON schema, a regex, a Lark grammar
+    (llguidance's dialect) or a list of choices; the output is decoded to match it."""
+
+    model_config = REQUEST
+    json_: dict[str, Any] | None = Field(default=None, alias="json")
+    regex: Text | None = None
+    grammar: Text | None = None
+    choice: Annotated[list[Text], Field(min_length=1)] | None = None
+
+    @model_validator(mode="after")
+    def _exactly_one(self) -> StructuredOutputs:
+        given = [n for n in ("json_", "regex", "grammar", "choice") if getattr(self, n) is not None]
+        if len(given) != 1:
+            raise ValueError("structured_outputs takes exactly one of json, regex, grammar, choice")
+        return self
 
 
 class SamplingRequest(BaseModel):
@@ -218,6 +240,7 @@ class SamplingRequest(BaseModel):
     cache_salt: str | None = None  # extension: requests with different salts never share cached blocks
     ignore_eos: bool = False  # extension (vLLM): generate exactly max_tokens
     speculative: SpeculativeMethod | None = None  # extension: this request's draft method
+    structured_outputs: StructuredOutputs | None = None  # extension (vLLM's): constrained decoding
     logprobs: Any = Field(default=None, json_schema_extra={"enum": [False, 0, None]})
     presence_penalty: float | None = Field(default=None, json_schema_extra={"minimum": 0, "maximum": 0})
     frequency_penalty: float | None = Field(default=None, json_schema_extra={"minimum": 0, "maximum": 0})

@@ -17,10 +17,12 @@ from typing import Any
 
 from pydantic import ValidationError
 
+from deltaserve.engine.constraints import GrammarSpec
 from deltaserve.engine.sampler import SamplingParams
 from deltaserve.engine.server.limits import ServerLimits
 from deltaserve.engine.server.openai_protocol import SamplingRequest
-from deltaserve.errors import InvalidRequestError
+from deltaserve.engine.server.structured import grammar_spec
+from deltaserve.errors import APIError, InvalidRequestError
 
 # A token covers at most as many characters of normalized text as its vocabulary entry is long; a normalizer
 # can shrink the text it is given (NFC composes up to three code points into one), hence this slack.
@@ -134,12 +136,25 @@ class PromptPreparer:
         self.check_chars("prediction", len(text), self.context)
         return text
 
+    async def grammar(self, req: SamplingRequest) -> GrammarSpec | None:
+        """The grammar the request's output must match, checked here (a bad schema is a 400); the first one
+        also builds the engine's tokenizer view for grammars, on this thread rather than the engine's."""
+        spec = grammar_spec(req)
+        if spec is not None:
+            try:
+                await self.run(self.engine.grammars.check, spec)
+            except InvalidRequestError as exc:
+                param = "structured_outputs" if req.structured_outputs is not None else "response_format"
+                raise APIError(400, f"{param}: {exc}", param=param, code="invalid_grammar") from exc
+        return spec
+
     def close(self) -> None:
         self._pool.shutdown(wait=False, cancel_futures=True)
 
 
 def sampling_params(req: SamplingRequest, seed: int | None, room: int, prediction: str | None,
-                    limits: ServerLimits, stop: tuple[str, ...] = ()) -> SamplingParams:
+                    limits: ServerLimits, stop: tuple[str, ...] = (),
+                    grammar: GrammarSpec | None = None) -> SamplingParams:
     """One choice's SamplingParams; max_tokens defaults to what the server allows and the context leaves;
     `stop` adds the server's own stop strings (a tool plan's) to the request's."""
     try:
@@ -153,6 +168,7 @@ def sampling_params(req: SamplingRequest, seed: int | None, room: int, predictio
             ignore_eos=req.ignore_eos,
             prediction=prediction,
             speculative=req.speculative,
+            grammar=grammar,
         )
     except (ValueError, ValidationError) as exc:
         raise InvalidRequestError(str(exc)) from exc

@@ -1,6 +1,7 @@
 """One engine step on the CUDA path's logic (flex attention, batched sampling), watched op by op on CPU: at
 most one host-synchronising op per step (the sampled tokens' copy back) at batch 8 with mixed span lengths,
-drafts and sampling on, and a cap on the kernels a layer launches, so launch-count regressions fail."""
+drafts, sampling and grammar-constrained rows on, and a cap on the kernels a layer launches, so launch-count
+regressions fail."""
 
 from __future__ import annotations
 
@@ -8,6 +9,7 @@ import pytest
 
 from deltaserve.engine import Engine, SamplingParams
 from deltaserve.engine.attention import flex as flex_module
+from deltaserve.engine.constraints import GrammarSpec
 from deltaserve.testing.host_syncs import HostSyncCounter
 from deltaserve.testing.tiny_model import make_tiny_model_dir
 
@@ -32,7 +34,10 @@ def _params(i: int) -> SamplingParams:
              {"temperature": 1.0, "seed": i, "top_k": 20, "top_p": 0.95}]
     # odd requests are forced to go on repeating their prompt: n-gram drafts that get verified and accepted
     forced = [11, 12, 13, 14, 15, 16] * 4 if i % 2 else None
-    return SamplingParams(max_tokens=24, ignore_eos=True, forced_token_ids=forced, **kinds[i % len(kinds)])
+    # two are constrained by a grammar: their masks ride the step's one host-to-device copy
+    grammar = GrammarSpec(kind="regex", source="[a-z ]{40,80}") if i % 4 == 2 else None
+    return SamplingParams(max_tokens=24, ignore_eos=True, forced_token_ids=forced, grammar=grammar,
+                          **kinds[i % len(kinds)])
 
 
 @pytest.mark.parametrize("graphs", [False, True], ids=["per-step plan", "decode graphs"])

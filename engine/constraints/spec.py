@@ -1,0 +1,30 @@
+"""GrammarSpec: what a request's output must match, as plain data (it travels on SamplingParams)."""
+
+from __future__ import annotations
+
+import json
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict
+
+# OpenAI's response_format json_object: any JSON object
+ANY_OBJECT: dict[str, Any] = {"type": "object"}
+
+
+class GrammarSpec(BaseModel):
+    """The output matches a JSON schema (a dict), a regular expression or a Lark grammar (llguidance's
+    dialect) from its first token."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    kind: Literal["json_schema", "regex", "lark"]
+    source: str | dict[str, Any]
+
+    @classmethod
+    def json_object(cls) -> GrammarSpec:
+        return cls(kind="json_schema", source=ANY_OBJECT)
+
+    def key(self) -> str:
+        """A stable text of the spec (compiled grammars are cached by it)."""
+        source = self.source if isinstance(self.source, str) else json.dumps(self.source, sort_keys=True)
+        return f"{self.kind}:{source}"

@@ -1,0 +1,38 @@
+"""A request's structured-output ask (`response_format`, or the `structured_outputs` extension) as the
+GrammarSpec the engine decodes under; one that cannot be served with the request's tools is a 400."""
+
+from __future__ import annotations
+
+import re
+
+from deltaserve.engine.constraints import GrammarSpec
+from deltaserve.engine.server.openai_protocol import ChatCompletionRequest, SamplingRequest
+from deltaserve.errors import APIError
+
+
+def grammar_spec(req: SamplingRequest) -> GrammarSpec | None:
+    fmt = req.response_format if isinstance(req, ChatCompletionRequest) else None
+    wants_format = fmt is not None and fmt.type != "text"
+    outputs = req.structured_outputs
+    if wants_format and outputs is not None:
+        raise APIError(400, "response_format and structured_outputs cannot both be given",
+                       param="structured_outputs")
+    if wants_format or outputs is not None:
+        calls_tools = isinstance(req, ChatCompletionRequest) and req.tools and req.tool_choice != "none"
+        if calls_tools:
+            raise APIError(400, "a structured output cannot be combined with tools the model may call (set "
+                                "tool_choice to \"none\" or drop the tools)", param="response_format")
+    if wants_format:
+        schema = fmt.json_schema.schema_ if fmt.json_schema is not None else None
+        if schema is None:
+            return GrammarSpec.json_object()
+        return GrammarSpec(kind="json_schema", source=schema)
+    if outputs is None:
+        return None
+    if outputs.json_ is not None:
+        return GrammarSpec(kind="json_schema", source=outputs.json_)
+    if outputs.regex is not None:
+        return GrammarSpec(kind="regex", source=outputs.regex)
+    if outputs.grammar is not None:
+        return GrammarSpec(kind="lark", source=outputs.grammar)
+    return GrammarSpec(kind="regex", source="|".join(map(re.escape, outputs.choice)))
