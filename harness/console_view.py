@@ -1,7 +1,10 @@
-"""The agent on a terminal: a header, the step-0 verdict, the live table of steps, then why it stopped and
-the final diff. An observer of the loop (events.py); the loop itself prints nothing."""
+"""The agent on a terminal: a header, the step-0 verdict, the live table of steps (with each reply above its
+row, when asked), then why it stopped and the final diff. An observer of the loop (events.py); the loop itself
+prints nothing."""
 
 from __future__ import annotations
+
+import os
 
 from rich.console import Console
 from rich.markup import escape
@@ -14,10 +17,11 @@ from deltaserve.tools.localize import Localization
 
 
 class ConsoleView(AgentObserver):
-    def __init__(self, console: Console | None = None):
+    def __init__(self, console: Console | None = None, show_replies: bool = False):
         self.console = console or Console()
-        if console is None and not self.console.is_terminal:
-            # logs and pipes: keep the table's rows whole
+        self.show_replies = show_replies
+        if console is None and not self.console.is_terminal and "COLUMNS" not in os.environ:
+            # logs and pipes: keep the table's rows whole (unless $COLUMNS sets a width)
             self.console.width = max(self.console.width, MIN_WIDTH)
         self._title = ""
         self._table: LiveTable | None = None
@@ -44,6 +48,11 @@ class ConsoleView(AgentObserver):
             self.console.print(f"No suspects from coverage: {escape(localization.note)}")
 
     def on_step(self, step: StepReport, details: StepDetails) -> None:
+        if self.show_replies:
+            self.console.rule(f"step {step.step}: the model's reply ({step.completion_tokens} tokens)",
+                              align="left")
+            self.console.print(escape(step.reply), highlight=False)
+            self.console.rule()
         if details.dry_run and details.diff:
             files = ", ".join(details.files_changed)
             self.console.print(f"Dry run: these edits were not written to {files}:")

@@ -1,6 +1,15 @@
-"""The live terminal table: one row per step as it finishes, then a totals row."""
+"""The live terminal table: one row per step as it finishes, then a totals row.
+
+It fits the console's width: the columns a narrow terminal cannot hold are left out by priority (the step,
+its outcome and the savings last) and headers shortened; the table's caption names what was left out, and
+every figure stays in the JSONL trace (`fix --trace`). A log or pipe gets every column, unless $COLUMNS
+sets a width.
+"""
 
 from __future__ import annotations
+
+import os
+from dataclasses import dataclass
 
 from rich.console import Console
 from rich.live import Live
@@ -8,9 +17,47 @@ from rich.table import Table
 
 from deltaserve.harness.accounting import RunReport, StepReport
 
-COLUMNS = ["step", "action", "prompt", "cached", "completion", "passes", "whole-file", "decode saved",
-           "passes saved", "TTFT s", "decode s", "outcome"]
-MIN_WIDTH = 165  # the columns need this much; a log file or pipe gets it (rich would assume 80)
+
+@dataclass(frozen=True)
+class Column:
+    name: str
+    short: str  # the header where the full one does not fit
+    priority: int  # 0 is kept longest
+    width: int  # the widest value expected (the column grows for a wider one)
+
+
+SPECS = [
+    Column("step", "step", 0, 5),
+    Column("action", "act", 4, 6),
+    Column("prompt", "prompt", 2, 7),
+    Column("cached", "cached", 1, 7),
+    Column("completion", "compl", 2, 7),
+    Column("passes", "pass", 6, 7),
+    Column("whole-file", "whole", 3, 7),
+    Column("decode saved", "saved", 1, 7),
+    Column("passes saved", "p.sav", 7, 7),
+    Column("TTFT s", "ttft", 5, 6),
+    Column("decode s", "dec s", 5, 6),
+    Column("outcome", "outcome", 0, 18),
+]
+COLUMNS = [c.name for c in SPECS]
+MIN_WIDTH = 165  # every column with its full header; what a log file or pipe gets (rich would assume 80)
+
+
+def table_width(widths: list[int]) -> int:
+    """Characters a rich table of columns this wide takes: a border and a space either side of each."""
+    return sum(widths) + 3 * len(widths) + 1
+
+
+def fitting_columns(width: int) -> tuple[list[Column], bool]:
+    """The columns shown at `width` (in their order) and whether headers are the short ones: every column
+    with full headers where that fits, else short headers and the columns of lowest priority left out."""
+    if table_width([max(len(c.name), c.width) for c in SPECS]) <= width:
+        return SPECS, False
+    kept = sorted(SPECS, key=lambda c: c.priority)
+    while len(kept) > 2 and table_width([max(len(c.short), c.width) for c in kept]) > width:
+        kept.pop()
+    return [c for c in SPECS if c in kept], True
 
 
 def _n(value) -> str:
@@ -20,6 +67,7 @@ def _n(value) -> str:
 
 
 def row(r: StepReport | RunReport, label: str, action: str, outcome: str) -> list[str]:
+    """Every column's text, in COLUMNS' order."""
     figures = (r.prompt_tokens, r.cached_tokens, r.completion_tokens, r.decode_passes, r.whole_file_tokens,
                r.decode_saved, r.decode_passes_saved, r.ttft_s, r.decode_s)
     return [label, action, *map(_n, figures), outcome]
@@ -28,12 +76,17 @@ def row(r: StepReport | RunReport, label: str, action: str, outcome: str) -> lis
 class LiveTable:
     def __init__(self, title: str = "", console: Console | None = None):
         self.console = console or Console()
-        if not self.console.is_terminal and self.console.width < MIN_WIDTH:
+        if not self.console.is_terminal and "COLUMNS" not in os.environ and self.console.width < MIN_WIDTH:
             self.console.width = MIN_WIDTH
-        self.table = Table(title=title)
-        for name in COLUMNS:
-            justify = "left" if name in ("action", "outcome") else "right"
-            self.table.add_column(name, justify=justify, no_wrap=True)
+        self.columns, short = fitting_columns(self.console.width)
+        left_out = [c.name for c in SPECS if c not in self.columns]
+        caption = f"left out at this width: {', '.join(left_out)} (all in --trace)" if left_out else None
+        self.table = Table(title=title, caption=caption)
+        for c in self.columns:
+            justify = "left" if c.name in ("action", "outcome") else "right"
+            wraps = c.name == "outcome"  # the one column that may take two lines rather than be cut
+            self.table.add_column(c.short if short else c.name, justify=justify, no_wrap=not wraps,
+                                  min_width=c.width if wraps else None)
         self._live = Live(self.table, console=self.console, auto_refresh=False)
 
     def start(self) -> None:
@@ -44,14 +97,17 @@ class LiveTable:
         if not self.console.is_terminal:
             self.console.line()  # Live leaves the cursor after the table's last line
 
-    def add(self, step: StepReport) -> None:
-        self.table.add_row(*row(step, str(step.step), step.action, step.outcome))
+    def _add(self, cells: list[str]) -> None:
+        shown = [cell for spec, cell in zip(SPECS, cells, strict=True) if spec in self.columns]
+        self.table.add_row(*shown)
         self._live.refresh()
+
+    def add(self, step: StepReport) -> None:
+        self._add(row(step, str(step.step), step.action, step.outcome))
 
     def totals(self, run: RunReport) -> None:
         seconds = ("est. seconds saved unknown" if run.est_seconds_saved is None
                    else f"est. {run.est_seconds_saved:.1f}s saved")
         outcome = ("solved" if run.solved else "not solved") + f", {seconds}"
         self.table.add_section()
-        self.table.add_row(*row(run, "total", "", outcome))
-        self._live.refresh()
+        self._add(row(run, "total", "", outcome))

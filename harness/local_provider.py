@@ -63,6 +63,22 @@ def is_local(model: str) -> bool:
     return local_name(model) is not None
 
 
+def provider_prefix(model: str) -> str | None:
+    """`openai` for `openai/<model>`: the provider a model string names before its first `/`, where litellm
+    has one of that name (ours, `local`, aside); else None."""
+    prefix = model.split("/", 1)[0] if "/" in model else None
+    return prefix if prefix != LOCAL_PROVIDER and prefix in litellm.provider_list else None
+
+
+def litellm_provider(model: str) -> str | None:
+    """The provider litellm would call for `model` (`openai` for a bare `gpt-4o` too); None where it finds
+    none (it would fail the first model call with "LLM Provider NOT provided")."""
+    try:
+        return litellm.get_llm_provider(model)[1]
+    except Exception:  # noqa: BLE001  litellm raises its BadRequestError and, for odd names, others
+        return None
+
+
 def load(model: str, num_threads: int | None = None, **engine_options: Any) -> None:
     """Build a `local/` model's engine now (a wrong name fails here, not at the first model call) with
     EngineConfig options (e.g. kv_cache_dir); other providers need nothing loaded."""

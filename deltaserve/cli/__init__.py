@@ -12,6 +12,8 @@ from __future__ import annotations
 import argparse
 import dataclasses
 import importlib
+import importlib.metadata
+import os
 import shutil
 import sys
 import textwrap
@@ -34,19 +36,52 @@ COMMANDS = {
 }
 
 EXAMPLES = """examples:
-  deltaserve demo                                          # the agent on an example bug, then a quick eval
-  deltaserve fix path/to/repo --task "add() returns a - b" --test-cmd "python -m pytest -q"
-  deltaserve serve --model smollm2-135m --port 8000        # OpenAI-compatible server with cache hits in usage
-  deltaserve mcp --root path/to/repo                       # file/patch/test tools for other agents (stdio)
+  deltaserve demo                      # an example bug fixed, then a quick eval
+  deltaserve fix path/to/repo --task "add() returns a - b"
+  deltaserve serve --model smollm2-135m --port 8000   # OpenAI-compatible server
+  deltaserve mcp --root path/to/repo   # file/patch/test tools for other agents
+
+A model is named the same way everywhere: a bundled name (qwen2.5-coder-1.5b,
+smollm2-135m), local/<name>, a model directory or .gguf file, a Hugging Face
+hub id in the local cache (org/name), or, where an agent calls the model (fix,
+eval agent), a litellm provider string (openai/<model>, anthropic/<model>).
 
 `deltaserve COMMAND --help` explains each command."""
 
 
 def wrapped(text: str) -> str:
-    """A description filled to the terminal's width, for parsers whose epilog keeps its own line breaks
-    (RawDescriptionHelpFormatter leaves both as written)."""
+    """A description filled to the terminal's width, paragraph by paragraph (blank lines between them), for
+    parsers whose epilog keeps its own line breaks (HelpFormatter leaves both as written)."""
     width = max(40, min(100, shutil.get_terminal_size().columns - 2))
-    return textwrap.fill(text, width)
+    return "\n\n".join(textwrap.fill(" ".join(p.split()), width) for p in text.strip().split("\n\n"))
+
+
+def version() -> str:
+    try:
+        return importlib.metadata.version("deltaserve")
+    except importlib.metadata.PackageNotFoundError:
+        return "unknown"
+
+
+class HelpFormatter(argparse.RawDescriptionHelpFormatter):
+    """Descriptions and epilogs as written (each fits 80 columns); every option's help ends with its default
+    where it has one to show and does not say it already."""
+
+    def _get_help_string(self, action: argparse.Action) -> str:
+        text = action.help or ""
+        nothing_to_show = action.default is None or action.default is False or action.default == []
+        if (nothing_to_show or not action.option_strings or action.default == argparse.SUPPRESS
+                or action.nargs == 0 or "%(default)" in text or "default:" in text):
+            return text
+        return f"{text} (default: %(default)s)"
+
+
+class Parser(argparse.ArgumentParser):
+    """argparse with deltaserve's help format; subcommands' parsers are made of the same class."""
+
+    def __init__(self, *args: Any, **kwargs: Any):
+        kwargs.setdefault("formatter_class", HelpFormatter)
+        super().__init__(*args, **kwargs)
 
 
 def default(config: type, field: str) -> Any:
@@ -70,14 +105,14 @@ def build_parser(load: Iterable[str] | None = None) -> argparse.ArgumentParser:
     """The parser with the subcommands in `load` (default: all) complete; the others carry only their help
     line, so their modules are not imported."""
     load = COMMANDS if load is None else set(load)
-    parser = argparse.ArgumentParser(
+    parser = Parser(
         prog="deltaserve",
         description=wrapped("Make coding agents decode less: a prefix-caching local engine and an "
                             "edit-by-diff agent harness that reports prefill and decode tokens saved at "
                             "every step."),
         epilog=EXAMPLES,
-        formatter_class=argparse.RawDescriptionHelpFormatter,
     )
+    parser.add_argument("--version", action="version", version=f"deltaserve {version()}")
     subparsers = parser.add_subparsers(dest="command", metavar="COMMAND")
     for name, help_line in COMMANDS.items():
         if name in load:
@@ -89,6 +124,9 @@ def build_parser(load: Iterable[str] | None = None) -> argparse.ArgumentParser:
 
 def main(argv: list[str] | None = None) -> int:
     argv = sys.argv[1:] if argv is None else argv
+    # transformers' advice to its API's callers ("Pass `dtype=...` to avoid it") is nothing a CLI user can act
+    # on; set before transformers is imported (here and in the processes a load starts)
+    os.environ.setdefault("TRANSFORMERS_VERBOSITY", "error")
     parser = build_parser([a for a in argv if a in COMMANDS][:1])  # only the command being run
     args = parser.parse_args(argv)
     if not getattr(args, "func", None):

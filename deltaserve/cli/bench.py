@@ -1,29 +1,33 @@
-"""`deltaserve bench engine|accuracy|prefix|spec|load|kv-disk|sandbox|replay`: benchmarks that print their
-figures side by side, with ratios.
+"""`deltaserve bench BENCH`: benchmarks that print their figures side by side,
+with ratios.
 
-- engine: our engine (bf16, int8, int4 weights) vs llama.cpp on the same GGUF and HF generate()
-          (evals/bench/engine_vs_hf.py): prefill tok/s and decode ms/token at short and long context,
-          for both bundled models in one run.
-- accuracy: int8/int4 weights against bf16 from the same weights: greedy token agreement over code
-          prompts and perplexity on a fixed text (evals/bench/quant_accuracy.py).
-- prefix: the agent workload (per-turn TTFT with/without prefix caching vs HF) and batched throughput
-          (evals/bench/prefix.py).
-- spec:   speculative decoding off vs on over teacher-forced edit replies
-          (evals/bench/speculative.py).
-- load:   a bounded load run with disconnects against a real `deltaserve serve` (evals/bench/load.py).
-- kv-disk: a long prompt in a new process that finds the first one's KV blocks on disk: TTFT vs cold,
-          cached share, same greedy output (evals/bench/kv_disk.py).
-- sandbox: the bundled tasks' test runs without and with the bwrap sandbox
-          (evals/bench/sandbox_overhead.py).
-- replay: a git repository's real commits written as model replies in each edit format, applied by our
-          tools and compared with the commit byte for byte (evals/bench/replay_commits.py).
+- engine:   ours (bf16, int8, int4 weights) vs llama.cpp on the same GGUF and
+            HF generate() (evals/bench/engine_vs_hf.py): prefill tok/s and
+            decode ms/token at short and long context, both bundled models.
+- accuracy: int8/int4 weights against bf16 from the same weights: greedy token
+            agreement over code prompts and perplexity on a fixed text
+            (evals/bench/quant_accuracy.py).
+- prefix:   the agent workload (per-turn TTFT with/without prefix caching vs
+            HF) and batched throughput (evals/bench/prefix.py).
+- spec:     speculative decoding off vs on over teacher-forced edit replies
+            (evals/bench/speculative.py).
+- load:     a bounded load run with disconnects against a real `deltaserve
+            serve` (evals/bench/load.py).
+- kv-disk:  a long prompt in a new process that finds the first one's KV
+            blocks on disk: TTFT vs cold, cached share, same greedy output
+            (evals/bench/kv_disk.py).
+- sandbox:  the bundled tasks' test runs without and with the bwrap sandbox
+            (evals/bench/sandbox_overhead.py).
+- replay:   a git repository's real commits written as model replies in each
+            edit format, applied by our tools and compared with the commit
+            byte for byte (evals/bench/replay_commits.py).
 """
 
 from __future__ import annotations
 
 import argparse
 
-from deltaserve.cli import COMMANDS, default
+from deltaserve.cli import COMMANDS, default, wrapped
 from deltaserve.engine import EngineConfig
 from deltaserve.evals.bench import engine_vs_hf, quant_accuracy, replay_commits, sandbox_overhead
 from deltaserve.evals.bench import kv_disk as bench_kv_disk
@@ -32,15 +36,15 @@ from deltaserve.evals.bench.load import register_load
 from deltaserve.evals.bench.prefix import bench_prefix
 
 EPILOG = """examples:
-  deltaserve bench engine                               # both models: ours bf16/int8/int4, llama.cpp, HF
-  deltaserve bench engine --model smollm2-135m --ours fp32,bf16   # one model, two of our dtypes
-  deltaserve bench accuracy                             # int8/int4 vs bf16: greedy agreement, perplexity
-  deltaserve bench prefix                               # 5-turn agent workload + 8 concurrent requests
-  deltaserve bench spec --threads 1                     # passes and seconds, speculation off vs on
-  deltaserve bench load --tiny                          # 200 streaming requests, 20% disconnects
-  deltaserve bench kv-disk --prompt-tokens 4000         # process B reuses process A's KV from disk
-  deltaserve bench sandbox --repeats 5                  # each task's tests, none vs bwrap
-  deltaserve bench replay --repo ~/src/project          # its last 200 commits through every edit format
+  deltaserve bench engine                     # ours vs llama.cpp and HF
+  deltaserve bench engine --model smollm2-135m --ours fp32,bf16
+  deltaserve bench accuracy                   # int8/int4 vs bf16
+  deltaserve bench prefix                     # 5-turn agent workload + batch
+  deltaserve bench spec --threads 1           # speculation off vs on
+  deltaserve bench load --tiny                # 200 streams, 20% disconnects
+  deltaserve bench kv-disk --prompt-tokens 4000   # B reuses A's KV from disk
+  deltaserve bench sandbox --repeats 5        # each task's tests, none vs bwrap
+  deltaserve bench replay --repo ~/src/project    # 200 commits, every format
 """
 
 
@@ -69,7 +73,7 @@ def _run_spec(args) -> int:
 def register(subparsers) -> None:
     parser = subparsers.add_parser(
         "bench", help=COMMANDS["bench"],
-        description=__doc__, epilog=EPILOG, formatter_class=argparse.RawDescriptionHelpFormatter)
+        description=__doc__, epilog=EPILOG)
     benches = parser.add_subparsers(dest="bench", metavar="BENCH")
 
     p = benches.add_parser("engine", help="ours (bf16/int8/int4) vs llama.cpp and HF: prefill, decode speed")
@@ -98,8 +102,7 @@ def register(subparsers) -> None:
     p.set_defaults(func=sandbox_overhead.run)
 
     p = benches.add_parser("replay", help="a repository's commits as model replies, applied by each format",
-                           description=replay_commits.__doc__,
-                           formatter_class=argparse.RawDescriptionHelpFormatter)
+                           description=wrapped(replay_commits.__doc__))
     replay_commits.add_arguments(p)
     p.set_defaults(func=replay_commits.run)
     parser.set_defaults(func=lambda args: parser.print_help() or 2)

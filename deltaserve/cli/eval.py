@@ -12,13 +12,15 @@ from rich.markup import escape
 
 from deltaserve.cli import COMMANDS, add_sandbox_option, default
 from deltaserve.cli.kv_options import add_kv_cache_options, kv_cache_kwargs
+from deltaserve.cli.loading import loading_status
+from deltaserve.cli.model_names import agent_model, engine_model
 from deltaserve.cli.quant_options import add_quant_options, quant_kwargs
 from deltaserve.engine import EngineConfig
 from deltaserve.engine.config import SPECULATIVE_METHODS
 from deltaserve.evals.agent_eval import AgentEvalConfig, run_agent_eval
 from deltaserve.evals.check_tasks import check_tasks, render_table
 from deltaserve.evals.console import print_decode_summary, print_report
-from deltaserve.evals.decode_cost import DecodeCostConfig, run_decode_cost_eval
+from deltaserve.evals.decode_cost import DecodeCostConfig, load_engine, run_decode_cost_eval
 from deltaserve.evals.report import report_from_file
 from deltaserve.evals.swebench_import import import_swebench
 from deltaserve.evals.task_suite import load_tasks
@@ -40,67 +42,76 @@ def _add_tasks_dir(parser) -> None:
 
 
 def register(subparsers) -> None:
-    parser = subparsers.add_parser("eval", help=COMMANDS["eval"])
+    parser = subparsers.add_parser("eval", help=COMMANDS["eval"], description=COMMANDS["eval"] + ".")
     sub = parser.add_subparsers(dest="eval_command", metavar="EVAL")
     parser.set_defaults(func=lambda args: (parser.print_help(), 2)[1])
 
     check = sub.add_parser("check-tasks", help="each task fails before its gold patch and passes after")
-    check.add_argument("--tasks", help="comma-separated task ids (default: all)")
-    check.add_argument("--workers", type=int, default=2)
+    check.add_argument("--tasks", metavar="IDS", help="comma-separated task ids (default: all)")
+    check.add_argument("--workers", type=int, default=2, metavar="N", help="tasks checked at once")
     _add_tasks_dir(check)
     add_sandbox_option(check)
     check.set_defaults(func=run_check_tasks)
 
     dc = sub.add_parser("decode-cost", help="teacher-force each format's gold reply through the engine")
-    dc.add_argument("--model", default=default(DecodeCostConfig, "model"),
-                    help="engine model: bundled name, HF dir or .gguf (default: %(default)s)")
-    dc.add_argument("--tasks", help="comma-separated task ids (default: all, or the --quick pick)")
+    dc.add_argument("--model", default=default(DecodeCostConfig, "model"), metavar="MODEL",
+                    help="the engine's model: a bundled name or local/<name>, a model dir, a .gguf, or a hub "
+                         "id in the HF cache")
+    dc.add_argument("--tasks", metavar="IDS",
+                    help="comma-separated task ids (default: all, or the --quick pick)")
     _add_tasks_dir(dc)
-    dc.add_argument("--formats", default="whole,udiff,search_replace")
+    dc.add_argument("--formats", default="whole,udiff,search_replace", metavar="LIST",
+                    help="comma-separated edit formats whose gold replies are decoded")
     dc.add_argument("--quick", action="store_true", help="a few tasks of varied size, whole replies capped")
-    dc.add_argument("--max-reply-tokens", type=int, default=None,
-                    help="force-decode at most this many tokens of a reply (the rest is scaled; marked *)")
+    dc.add_argument("--max-reply-tokens", type=int, default=None, metavar="N",
+                    help="force-decode at most this many tokens of a reply (the rest is scaled; marked *; "
+                         "default: no cap)")
     dc.add_argument("--no-replay", action="store_true", help="skip the multi-step prefix-cache replay")
-    dc.add_argument("--replay-tasks", type=int, default=None,
+    dc.add_argument("--replay-tasks", type=int, default=None, metavar="N",
                     help="replay on only this many tasks, spread over the suite (default: all)")
-    dc.add_argument("--replay-off-tasks", type=int, default=None,
+    dc.add_argument("--replay-off-tasks", type=int, default=None, metavar="N",
                     help="replay with the cache off (for the TTFT comparison) on only this many tasks, "
                     "spread over the suite (default: all)")
     dc.add_argument("--speculative", choices=SPECULATIVE_METHODS, default=None,
                     help=f"the engine's draft method (default: {default(EngineConfig, 'speculative')})")
-    dc.add_argument("--dtype", default="auto", help="engine dtype (auto: the engine's choice for the device)")
-    dc.add_argument("--threads", type=int, help="CPU threads for the engine (default: the engine's); 1 is "
-                    "steadier when other jobs share the cores")
+    dc.add_argument("--dtype", default="auto", choices=["auto", "float32", "bfloat16", "float16"],
+                    help="engine dtype (auto: the engine's choice for the device)")
+    dc.add_argument("--threads", type=int, metavar="N", help="CPU threads for the engine (default: torch's); "
+                    "1 is steadier when other jobs share the cores")
     add_quant_options(dc)
-    dc.add_argument("--out", type=Path, help="output dir (default: runs/decode-cost-<time>)")
+    dc.add_argument("--out", type=Path, metavar="DIR", help="output dir (default: runs/decode-cost-<time>)")
     add_sandbox_option(dc, default(DecodeCostConfig, "sandbox"))
     dc.set_defaults(func=run_decode_cost)
 
     ag = sub.add_parser("agent", help="run the agent on the suite per model x format (resumable)")
-    ag.add_argument("--models", default=",".join(default(AgentEvalConfig, "models")),
-                    help="comma-separated litellm model strings (default: %(default)s)")
-    ag.add_argument("--formats", default=",".join(default(AgentEvalConfig, "formats")),
-                    help="comma-separated edit formats (default: %(default)s)")
+    ag.add_argument("--models", default=",".join(default(AgentEvalConfig, "models")), metavar="LIST",
+                    help="comma-separated models, each named as for fix: a bundled name or local/<name>, a "
+                         "model dir or .gguf, a hub id in the HF cache, or a litellm provider string")
+    ag.add_argument("--formats", default=",".join(default(AgentEvalConfig, "formats")), metavar="LIST",
+                    help="comma-separated edit formats")
     ag.add_argument("--candidates", default=",".join(map(str, default(AgentEvalConfig, "candidates"))),
-                    help="comma-separated candidate counts per step, each a run (default: %(default)s)")
+                    metavar="LIST", help="comma-separated candidate counts per step, each a run")
     ag.add_argument("--threads", type=int, default=None, metavar="N",
-                    help="CPU threads for local/ engines (default: torch's)")
-    ag.add_argument("--tasks", help="comma-separated task ids (default: all)")
+                    help="CPU threads for local engines (default: torch's)")
+    ag.add_argument("--tasks", metavar="IDS", help="comma-separated task ids (default: all)")
     _add_tasks_dir(ag)
-    ag.add_argument("--max-steps", type=int, default=default(AgentEvalConfig, "max_steps"))
-    ag.add_argument("--max-tokens", type=int, default=default(AgentEvalConfig, "max_tokens"),
-                    help="max tokens per reply (default: %(default)s)")
-    ag.add_argument("--api-base", default=None)
+    ag.add_argument("--max-steps", type=int, default=default(AgentEvalConfig, "max_steps"), metavar="N",
+                    help="model calls per run at most")
+    ag.add_argument("--max-tokens", type=int, default=default(AgentEvalConfig, "max_tokens"), metavar="N",
+                    help="tokens per reply at most")
+    ag.add_argument("--api-base", default=None, metavar="URL",
+                    help="OpenAI-compatible base URL for provider models (e.g. a deltaserve or vLLM server)")
     ag.add_argument("--no-localize", dest="localize", action="store_false",
                     help="no coverage localization before each run's first prompt (on by default, as in fix)")
     ag.add_argument("--workers", type=int, default=default(AgentEvalConfig, "workers"), metavar="N",
                     help="runs at once (default: %(default)s); worth it against a server or API that batches "
                          "concurrent requests; a local/ engine answers one request at a time, so there only "
                          "test runs overlap")
-    local_engines = ag.add_argument_group("local/ models' engines")
+    local_engines = ag.add_argument_group("local models' engines")
     add_kv_cache_options(local_engines)
     add_quant_options(local_engines)
-    ag.add_argument("--out", type=Path, help="output dir; rerunning with the same dir resumes")
+    ag.add_argument("--out", type=Path, metavar="DIR",
+                    help="output dir; rerunning with the same dir resumes (default: runs/agent-<time>)")
     add_sandbox_option(ag, default(AgentEvalConfig, "sandbox"))
     ag.set_defaults(func=run_agent)
 
@@ -118,7 +129,8 @@ def register(subparsers) -> None:
     rep = sub.add_parser("report", help="rebuild tables and plots from results JSONL files (several: merged)")
     rep.add_argument("results", type=Path, nargs="+",
                      help="results.jsonl of one or more eval runs; agent traces beside each are read too")
-    rep.add_argument("--out", type=Path, help="output dir (default: next to the first results file)")
+    rep.add_argument("--out", type=Path, metavar="DIR",
+                     help="output dir (default: next to the first results file)")
     rep.set_defaults(func=run_report)
 
 
@@ -137,8 +149,9 @@ def run_check_tasks(args) -> int:
 
 
 def run_decode_cost(args) -> int:
+    model = engine_model(args.model)
     config = DecodeCostConfig(
-        model=args.model,
+        model=model,
         task_ids=_comma_list(args.tasks),
         tasks_dir=args.tasks_dir,
         formats=_comma_list(args.formats),
@@ -154,15 +167,24 @@ def run_decode_cost(args) -> int:
         out_dir=args.out or _default_out("decode-cost"),
         engine_kwargs=quant_kwargs(args),
     )
-    print_decode_summary(run_decode_cost_eval(config))
+    with loading_status(model):
+        engine = load_engine(config)
+    print_decode_summary(run_decode_cost_eval(config, engine=engine))
     return 0
 
 
 def run_agent(args) -> int:
-    for model in _comma_list(args.models) or []:  # local/ engines built now, with the disk tier if asked
-        local_provider.load(model, num_threads=args.threads, **kv_cache_kwargs(args), **quant_kwargs(args))
+    if args.workers < 1:
+        print("deltaserve eval agent: --workers must be at least 1", file=sys.stderr)
+        return 2
+    names = _comma_list(args.models) or default(AgentEvalConfig, "models")
+    models = [agent_model(m) for m in names]  # every name checked before any run
+    for model in models:  # local engines built now, with the disk tier if asked
+        with loading_status(local_provider.local_name(model)):
+            local_provider.load(model, num_threads=args.threads, **kv_cache_kwargs(args),
+                                **quant_kwargs(args))
     config = AgentEvalConfig(
-        models=_comma_list(args.models),
+        models=models,
         formats=_comma_list(args.formats),
         candidates=[int(n) for n in _comma_list(args.candidates)],
         task_ids=_comma_list(args.tasks),
@@ -175,9 +197,6 @@ def run_agent(args) -> int:
         out_dir=args.out or _default_out("agent"),
         workers=args.workers,
     )
-    if args.workers < 1:
-        print("deltaserve eval agent: --workers must be at least 1", file=sys.stderr)
-        return 2
     result = run_agent_eval(config)
     console = Console()
     console.print(f"ran {result['ran']} runs, skipped {result['skipped']} already in the results")

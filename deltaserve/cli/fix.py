@@ -3,11 +3,14 @@
 from __future__ import annotations
 
 import argparse
+import shutil
 import sys
 from pathlib import Path
 
 from deltaserve.cli import COMMANDS, add_sandbox_option, default, wrapped
 from deltaserve.cli.kv_options import add_kv_cache_options, kv_cache_kwargs
+from deltaserve.cli.loading import loading_status
+from deltaserve.cli.model_names import agent_model
 from deltaserve.cli.quant_options import add_quant_options, quant_kwargs
 from deltaserve.errors import DeltaserveError, HarnessError
 from deltaserve.harness import formats, local_provider
@@ -18,14 +21,18 @@ from deltaserve.harness.workspace_guard import check_clean, make_copy
 from deltaserve.tools.sandbox import choose
 
 FIX_EXAMPLES = """examples:
-  deltaserve fix path/to/repo --task "parse_date('2024-02-30') should raise ValueError"
-  deltaserve fix . --task "fix the failing test" --test-cmd "python -m pytest -q tests/test_dates.py" --copy
-  deltaserve fix . --task "..." --model openai/smollm2-135m --api-base http://127.0.0.1:8000/v1  # a server
-  deltaserve fix . --task "..." --model anthropic/claude-3-5-haiku-latest --format search_replace \
-                   --trace run.jsonl
+  deltaserve fix path/to/repo --task "parse_date('2024-02-30') should raise"
+  deltaserve fix . --task "fix the failing test" --copy --diff-out fix.diff \\
+      --test-cmd "python -m pytest -q tests/test_dates.py"
+  deltaserve fix . --task "..." --model smollm2-135m --show-replies
+  deltaserve fix . --task "..." --model openai/smollm2-135m \\
+      --api-base http://127.0.0.1:8000/v1   # a `deltaserve serve` server
+  deltaserve fix . --task "..." --model anthropic/claude-3-5-haiku-latest \\
+      --format search_replace --trace run.jsonl
 
-A git checkout with uncommitted changes is refused unless --copy or --allow-dirty is given.
-Exit code: 0 when the tests pass, 1 when they still fail, 2 for bad arguments."""
+A git checkout with uncommitted changes is refused unless --copy or
+--allow-dirty is given. Exit code: 0 when the tests pass, 1 when they still
+fail, 2 for bad arguments."""
 
 DESCRIPTION = ("Run the bug-fixing agent on a project directory: it runs the tests, asks the model for "
                "edits (per step in the cheapest format by default), applies them all-or-nothing, reruns "
@@ -36,14 +43,18 @@ DESCRIPTION = ("Run the bug-fixing agent on a project directory: it runs the tes
 def register(subparsers) -> None:
     p = subparsers.add_parser("fix", help=COMMANDS["fix"],
                               description=wrapped(DESCRIPTION),
-                              epilog=FIX_EXAMPLES, formatter_class=argparse.RawDescriptionHelpFormatter)
+                              epilog=FIX_EXAMPLES)
     p.add_argument("path", type=Path, help="project directory (the workspace the agent may edit)")
     p.add_argument("--task", required=True, help="what to fix, in words")
     p.add_argument("--test-cmd", default=None, metavar="CMD",
                    help="test command run in PATH (default: python -m pytest -q -x)")
-    p.add_argument("--model", default=default(AgentConfig, "model"),
-                   help="litellm model string; local/<name> runs the in-process engine "
-                        "(default: %(default)s)")
+    p.add_argument("--test-command", dest="test_cmd", help=argparse.SUPPRESS)  # mcp's old spelling
+    p.add_argument("--test-timeout", type=float, default=default(AgentConfig, "test_timeout"),
+                   metavar="SECONDS", help="a test run is killed after this long")
+    p.add_argument("--model", default=default(AgentConfig, "model"), metavar="MODEL",
+                   help="a bundled name (qwen2.5-coder-1.5b, smollm2-135m) or local/<name>, a model dir or "
+                        ".gguf, a hub id in the HF cache (these run in this process), or a litellm provider "
+                        "string (openai/<model> with --api-base, anthropic/<model>, ...)")
     p.add_argument("--api-base", default=None, metavar="URL",
                    help="OpenAI-compatible base URL (e.g. a deltaserve or vLLM server)")
     p.add_argument("--format", default=default(AgentConfig, "edit_format"), choices=formats.names(),
@@ -52,6 +63,8 @@ def register(subparsers) -> None:
                    help="model calls at most (default: %(default)s)")
     p.add_argument("--max-tokens", type=int, default=default(AgentConfig, "max_tokens"), metavar="N",
                    help="tokens per reply at most (default: %(default)s)")
+    p.add_argument("--temperature", type=float, default=default(AgentConfig, "temperature"), metavar="T",
+                   help="sampling temperature of every model call (0: greedy, the same reply every run)")
     p.add_argument("--candidates", type=int, default=default(AgentConfig, "candidates"), metavar="N",
                    help="replies per step, each tried on a scratch copy; the first that passes is kept "
                         "(default: %(default)s)")
@@ -64,10 +77,14 @@ def register(subparsers) -> None:
                         "only; it runs their test files once more, before the first prompt)")
     p.add_argument("--trace", type=Path, default=None, metavar="FILE",
                    help="write one JSON line per step (a StepReport) to FILE")
+    p.add_argument("--show-replies", action="store_true",
+                   help="print each of the model's replies as its step finishes")
+    p.add_argument("--diff-out", type=Path, default=None, metavar="FILE",
+                   help="write the final diff (every edit kept) to FILE")
     p.add_argument("--threads", type=int, default=None, metavar="N",
-                   help="CPU threads for a local/ model's engine (default: torch's; 1 is steadier on a busy "
+                   help="CPU threads for a local model's engine (default: torch's; 1 is steadier on a busy "
                         "machine)")
-    local_engine = p.add_argument_group("a local/ model's engine")
+    local_engine = p.add_argument_group("a local model's engine")
     add_kv_cache_options(local_engine)
     add_quant_options(local_engine)
     add_sandbox_option(p, default(AgentConfig, "sandbox"))
@@ -76,7 +93,9 @@ def register(subparsers) -> None:
     where = p.add_mutually_exclusive_group()
     where.add_argument("--allow-dirty", action="store_true",
                        help="edit a git checkout with uncommitted changes")
-    where.add_argument("--copy", action="store_true", help="work on a temporary copy of PATH")
+    where.add_argument("--copy", action="store_true",
+                       help="work on a temporary copy of PATH (removed at the end; keep the edits with "
+                            "--diff-out)")
     p.set_defaults(func=run, error_exit=2)
 
 
@@ -89,23 +108,42 @@ def run(args: argparse.Namespace) -> int:
         print("deltaserve fix: --max-steps, --max-tokens, --candidates and --threads must be at least 1",
               file=sys.stderr)
         return 2
+    if args.temperature < 0 or args.test_timeout <= 0:
+        print("deltaserve fix: --temperature must be at least 0 and --test-timeout more than 0",
+              file=sys.stderr)
+        return 2
     if not (args.allow_dirty or args.copy):
         check_clean(args.path)  # before anything slow (loading a model, running the tests)
     choose(args.sandbox)  # bwrap asked for but unusable: a SandboxError (exit 2), also before anything slow
-    try:  # a local/ model loads now: a wrong name is a clear error, not a failed first step
-        local_provider.load(args.model, num_threads=args.threads, **kv_cache_kwargs(args),
-                            **quant_kwargs(args))
+    model = agent_model(args.model)  # a name no command takes: refused with the list of those that work
+    try:  # a local model loads now: a broken one is a clear error, not a failed first step
+        with loading_status(local_provider.local_name(model)):
+            local_provider.load(model, num_threads=args.threads, **kv_cache_kwargs(args),
+                                **quant_kwargs(args))
     except (DeltaserveError, ValueError, OSError) as exc:  # transformers' loaders raise plain ValueErrors too
-        raise HarnessError(f"cannot load {args.model}: {exc}") from exc
+        raise HarnessError(f"cannot load {model}: {getattr(exc, 'message', exc)}") from exc
     workspace = make_copy(args.path) if args.copy else args.path
     if args.copy:
         print(f"working on a copy: {workspace}")
-    config = AgentConfig(model=args.model, edit_format=args.format, max_steps=args.max_steps,
-                         max_tokens=args.max_tokens, api_base=args.api_base, test_cmd=args.test_cmd,
-                         candidates=args.candidates, allow_test_edits=args.allow_test_edits,
-                         keep_worse_edits=args.keep_worse_edits, localize=args.localize,
-                         dry_run=args.dry_run, sandbox=args.sandbox,
-                         allow_dirty=args.allow_dirty or args.copy)  # a copy is ours to edit
-    agent = Agent(workspace, args.task, config, observers=[ConsoleView()], trace=args.trace)
-    report = agent.run()
+    try:
+        report = _fix(args, model, workspace)
+    finally:
+        if args.copy:
+            shutil.rmtree(workspace.parent, ignore_errors=True)  # make_copy's temporary folder
     return 0 if report.solved or (args.dry_run and report.steps) else 1
+
+
+def _fix(args: argparse.Namespace, model: str, workspace: Path):
+    config = AgentConfig(model=model, edit_format=args.format, max_steps=args.max_steps,
+                         max_tokens=args.max_tokens, temperature=args.temperature, api_base=args.api_base,
+                         test_cmd=args.test_cmd, test_timeout=args.test_timeout, candidates=args.candidates,
+                         allow_test_edits=args.allow_test_edits, keep_worse_edits=args.keep_worse_edits,
+                         localize=args.localize, dry_run=args.dry_run, sandbox=args.sandbox,
+                         allow_dirty=args.allow_dirty or args.copy)  # a copy is ours to edit
+    view = ConsoleView(show_replies=args.show_replies)
+    report = Agent(workspace, args.task, config, observers=[view], trace=args.trace).run()
+    if args.diff_out is not None:
+        args.diff_out.write_text(report.final_diff)
+        print(f"final diff written to {args.diff_out}" if report.final_diff else
+              f"no edits kept: {args.diff_out} is empty")
+    return report

@@ -8,6 +8,7 @@ import argparse
 import sys
 
 from deltaserve.cli import COMMANDS, add_sandbox_option, default, wrapped
+from deltaserve.cli.model_names import engine_model
 from deltaserve.engine import EngineConfig
 from deltaserve.errors import ModelNotFoundError
 from deltaserve.harness.formats import whole
@@ -20,11 +21,13 @@ from deltaserve.tools.workspace import Workspace
 
 MCP_EXAMPLES = """examples:
   deltaserve mcp --root path/to/repo
-  deltaserve mcp --root . --test-command "python -m pytest -q -x tests/unit" --test-timeout 120
-  deltaserve mcp --root . --tokenizer path/to/hf-model-dir   # count decode tokens with your model's tokenizer
+  deltaserve mcp --root . --test-cmd "python -m pytest -q -x tests/unit" \\
+      --test-timeout 120
+  deltaserve mcp --root . --tokenizer path/to/model-dir  # your model's tokens
 
 in an MCP client's configuration (e.g. Claude Desktop's mcpServers):
-  {"deltaserve": {"command": "deltaserve", "args": ["mcp", "--root", "/abs/path/to/repo"]}}
+  {"deltaserve": {"command": "deltaserve",
+                  "args": ["mcp", "--root", "/abs/path/to/repo"]}}
 
 It speaks MCP on stdin/stdout: run it from an MCP client, not by hand."""
 
@@ -38,18 +41,20 @@ DESCRIPTION = ("Serve the workspace tools (view, grep, list_files, apply_patch, 
 def register(subparsers) -> None:
     p = subparsers.add_parser("mcp", help=COMMANDS["mcp"],
                               description=wrapped(DESCRIPTION),
-                              epilog=MCP_EXAMPLES, formatter_class=argparse.RawDescriptionHelpFormatter)
+                              epilog=MCP_EXAMPLES)
     p.add_argument("--root", default=".", metavar="DIR",
                    help="workspace root; every tool path is resolved inside it (default: the current "
                         "directory)")
-    p.add_argument("--test-command", default=None, metavar="CMD",
+    p.add_argument("--test-cmd", default=None, metavar="CMD",
                    help="command run_tests runs in DIR when the caller gives none "
                         "(default: python -m pytest -q)")
+    p.add_argument("--test-command", dest="test_cmd", help=argparse.SUPPRESS)  # the old spelling
     p.add_argument("--test-timeout", type=float, default=300.0, metavar="SECONDS",
                    help="run_tests kills the test process group after this long (default: %(default)s)")
     p.add_argument("--tokenizer", default=default(EngineConfig, "model"), metavar="MODEL",
-                   help="tokenizer the decode accounting counts with: a bundled model name or a local "
-                        "Hugging Face model dir, never downloaded (default: %(default)s)")
+                   help="the model whose tokenizer the decode accounting counts with, named as for "
+                        "serve (a bundled name or local/<name>, a model dir, a hub id in the HF cache); "
+                        "never downloaded (default: %(default)s)")
     add_sandbox_option(p)
     p.set_defaults(func=run, error_exit=2)
 
@@ -73,7 +78,7 @@ def run(args) -> int:
               file=sys.stderr)
     Workspace(args.root)  # a bad root fails now, before the tokenizer takes seconds to load
     choose(args.sandbox)  # so does a bwrap asked for but unusable here (SandboxError)
-    accounting = edit_accounting(args.tokenizer)
-    serve(args.root, args.test_command or DEFAULT_COMMAND, args.test_timeout, accounting,
+    accounting = edit_accounting(engine_model(args.tokenizer))
+    serve(args.root, args.test_cmd or DEFAULT_COMMAND, args.test_timeout, accounting,
           args.sandbox)  # errors: exit 2
     return 0

@@ -11,6 +11,8 @@ from pydantic import ValidationError
 
 from deltaserve.cli import COMMANDS, default, wrapped
 from deltaserve.cli.kv_options import add_kv_cache_options, kv_cache_kwargs
+from deltaserve.cli.loading import loading_status
+from deltaserve.cli.model_names import engine_model
 from deltaserve.cli.quant_options import add_quant_options, quant_kwargs
 from deltaserve.engine import Engine, EngineConfig
 from deltaserve.engine.config import SPECULATIVE_METHODS
@@ -19,18 +21,22 @@ from deltaserve.errors import InvalidRequestError
 
 API_KEY_ENV = "DELTASERVE_API_KEY"
 EXAMPLES = """examples:
-  deltaserve serve                                   # the bundled SmolLM2-135M on http://127.0.0.1:8000/v1
-  deltaserve serve --model path/to/Qwen2.5-0.5B-Instruct --port 8001 --served-model-name qwen
-  deltaserve serve --model model.Q4_1.gguf --num-threads 1 --max-num-seqs 8
-  deltaserve serve --model smollm2-135m --chat-template hermes_tools.jinja --api-key s3cret
+  deltaserve serve                # SmolLM2-135M on http://127.0.0.1:8000/v1
+  deltaserve serve --model qwen2.5-coder-1.5b --threads 2
+  deltaserve serve --model path/to/Qwen2.5-0.5B-Instruct --served-model-name q
+  deltaserve serve --model model.Q4_1.gguf --port 8001 --max-num-seqs 8
+  deltaserve serve --chat-template hermes_tools.jinja --api-key s3cret
 
 then, from any OpenAI client:
-  curl http://127.0.0.1:8000/v1/chat/completions -H 'content-type: application/json' \\
-       -d '{"model": "smollm2-135m", "messages": [{"role": "user", "content": "hi"}]}'
-  deltaserve fix path/to/repo --task "..." --model openai/smollm2-135m --api-base http://127.0.0.1:8000/v1
+  curl http://127.0.0.1:8000/v1/chat/completions \\
+       -H 'content-type: application/json' \\
+       -d '{"model": "smollm2-135m",
+            "messages": [{"role": "user", "content": "hi"}]}'
+  deltaserve fix path/to/repo --task "..." --model openai/smollm2-135m \\
+       --api-base http://127.0.0.1:8000/v1
 
-Every response carries usage.prompt_tokens_details.cached_tokens (prefix-cache hits) and a `metrics`
-object."""
+Every response carries usage.prompt_tokens_details.cached_tokens (prefix-cache
+hits) and a `metrics` object."""
 
 DESCRIPTION = ("Serve a model over an OpenAI-compatible HTTP API (/v1/chat/completions with tool calls, "
                "/v1/completions, /v1/models, /tokenize, /detokenize, /health, /metrics, /stats). The model "
@@ -41,10 +47,10 @@ DESCRIPTION = ("Serve a model over an OpenAI-compatible HTTP API (/v1/chat/compl
 def register(subparsers: argparse._SubParsersAction) -> None:
     p = subparsers.add_parser("serve", help=COMMANDS["serve"],
                               description=wrapped(DESCRIPTION),
-                              epilog=EXAMPLES, formatter_class=argparse.RawDescriptionHelpFormatter)
-    p.add_argument("--model", default=default(EngineConfig, "model"), metavar="NAME|DIR|GGUF|HUB_ID",
-                   help="bundled name (smollm2-135m, qwen2.5-coder-1.5b), a local HF checkpoint directory, a "
-                        ".gguf file, or a Hugging Face hub id from the local HF cache (default: %(default)s)")
+                              epilog=EXAMPLES)
+    p.add_argument("--model", default=default(EngineConfig, "model"), metavar="MODEL",
+                   help="a bundled name (smollm2-135m, qwen2.5-coder-1.5b) or local/<name>, a model "
+                        "directory, a .gguf file, or a Hugging Face hub id in the local HF cache")
     p.add_argument("--allow-download", action="store_true",
                    help="download a hub id that is not in the local HF cache (never under HF_HUB_OFFLINE=1)")
     p.add_argument("--host", default="127.0.0.1", help="address to listen on (default: %(default)s)")
@@ -64,14 +70,18 @@ def register(subparsers: argparse._SubParsersAction) -> None:
                      help="weights and KV cache dtype (default: auto, bfloat16 on GPU)")
     eng.add_argument("--device", default=None, help="auto, cpu, cuda, cuda:1, ... (default: auto)")
     add_quant_options(eng)
-    eng.add_argument("--num-threads", type=int, default=None, metavar="N",
+    eng.add_argument("--threads", type=int, default=None, metavar="N",
                      help="CPU threads for torch (default: torch's; 1 is steadier on a busy machine)")
-    eng.add_argument("--max-num-seqs", type=int, default=None, metavar="N", help="largest running batch")
+    eng.add_argument("--num-threads", type=int, dest="threads", help=argparse.SUPPRESS)  # the old spelling
+    eng.add_argument("--max-num-seqs", type=int, default=None, metavar="N",
+                     help=f"largest running batch (default: {default(EngineConfig, 'max_num_seqs')})")
     eng.add_argument("--max-num-batched-tokens", type=int, default=None, metavar="N",
-                     help="tokens per forward pass (the chunked-prefill budget)")
+                     help="tokens per forward pass, the chunked-prefill budget "
+                          f"(default: {default(EngineConfig, 'max_num_batched_tokens')})")
     eng.add_argument("--num-blocks", type=int, default=None, metavar="N",
                      help="KV cache blocks in the pool (default: sized from memory)")
-    eng.add_argument("--max-model-len", type=int, default=None, metavar="N", help="cap the context length")
+    eng.add_argument("--max-model-len", type=int, default=None, metavar="N",
+                     help="cap the context length (default: the model's)")
     eng.add_argument("--no-prefix-caching", action="store_true", help="disable prefix caching")
     add_kv_cache_options(eng)
     eng.add_argument("--speculative", choices=SPECULATIVE_METHODS, default=None,
@@ -99,7 +109,7 @@ def engine_kwargs(args: argparse.Namespace) -> dict:
     kwargs = {
         "dtype": args.dtype,
         "device": args.device,
-        "num_threads": args.num_threads,
+        "num_threads": args.threads,
         "max_num_seqs": args.max_num_seqs,
         "max_num_batched_tokens": args.max_num_batched_tokens,
         "num_blocks": args.num_blocks,
@@ -129,7 +139,9 @@ def run(args: argparse.Namespace) -> int:
         return _fail(f"cannot listen on {args.host}:{args.port}: {exc.strerror or exc}"
                      + ("; pick another with --port" if exc.errno == 98 else ""))
     try:
-        engine = Engine.from_pretrained(args.model, **engine_kwargs(args))
+        model = engine_model(args.model, allow_download=args.allow_download, download_flag=True)
+        with loading_status(model):
+            engine = Engine.from_pretrained(model, **engine_kwargs(args))
         if chat_template is not None:
             use_chat_template(engine, chat_template)
     except InvalidRequestError as exc:  # the chat template cannot render a chat

@@ -338,7 +338,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
                         "(default: %(default)s)")
     p.add_argument("--serve-arg", action="append", default=[], metavar="ARG",
                    help="extra argument for the spawned `deltaserve serve` (repeatable)")
-    p.add_argument("--json", type=Path, metavar="FILE", help="also write the report here")
+    p.add_argument("--json", type=Path, metavar="FILE", help="also write the report here (default: none)")
 
 
 def run(args: argparse.Namespace) -> int:

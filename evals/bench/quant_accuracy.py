@@ -160,7 +160,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help="variants compared with bf16, comma-separated (bench engine's names)")
     parser.add_argument("--group-sizes", default="32", help="int4 group sizes to compare, comma-separated")
     parser.add_argument("--ppl-tokens", type=int, default=4096, help="tokens of fixed text for perplexity")
-    parser.add_argument("--threads", type=int, default=2)
+    parser.add_argument("--threads", type=int, default=2, metavar="N", help="CPU threads for torch")
     parser.add_argument("--base", choices=["bf16", "fp32"], default="bf16",
                         help="the unquantized reference (fp32 where bf16 matmuls are emulated: much "
                              "faster there)")
