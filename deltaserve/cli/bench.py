@@ -28,6 +28,7 @@ from __future__ import annotations
 import argparse
 
 from deltaserve.cli import COMMANDS, default, wrapped
+from deltaserve.cli.model_names import engine_model
 from deltaserve.engine import EngineConfig
 from deltaserve.evals.bench import engine_vs_hf, quant_accuracy, replay_commits, sandbox_overhead
 from deltaserve.evals.bench import kv_disk as bench_kv_disk
@@ -57,6 +58,16 @@ def _engine_options(p: argparse.ArgumentParser) -> None:
     p.add_argument("--repeats", type=int, default=2, help="timed repeats, best kept (default: %(default)s)")
 
 
+def named(run):
+    """`run` with --model (a name, or a comma-separated list) read by the one naming rule first: `local/`
+    dropped, a name no engine loads refused with the list of what works."""
+    def with_names(args) -> int:
+        if isinstance(getattr(args, "model", None), str):
+            args.model = ",".join(engine_model(m.strip()) for m in args.model.split(",") if m.strip())
+        return run(args)
+    return with_names
+
+
 def _run_prefix(args) -> int:
     bench_prefix(args.model, _dtypes(args)[0], args.threads)
     return 0
@@ -78,24 +89,24 @@ def register(subparsers) -> None:
 
     p = benches.add_parser("engine", help="ours (bf16/int8/int4) vs llama.cpp and HF: prefill, decode speed")
     engine_vs_hf.add_arguments(p)
-    p.set_defaults(func=engine_vs_hf.run)
+    p.set_defaults(func=named(engine_vs_hf.run))
 
     p = benches.add_parser("accuracy", help="int8/int4 weights vs bf16: greedy agreement and perplexity")
     quant_accuracy.add_arguments(p)
-    p.set_defaults(func=quant_accuracy.run_args)
+    p.set_defaults(func=named(quant_accuracy.run_args))
 
     p = benches.add_parser("prefix", help="agent workload TTFT per turn (cache on/off vs HF) and throughput")
     _engine_options(p)
-    p.set_defaults(func=_run_prefix)
+    p.set_defaults(func=named(_run_prefix))
 
     p = benches.add_parser("spec", help="speculative decoding off vs on: decode passes and seconds")
     bench_speculative.add_arguments(p)
-    p.set_defaults(func=_run_spec)
+    p.set_defaults(func=named(_run_spec))
 
     register_load(benches)
     p = benches.add_parser("kv-disk", help="a new process reuses the KV blocks an earlier one left on disk")
     bench_kv_disk.add_arguments(p)
-    p.set_defaults(func=lambda args: bench_kv_disk.bench_kv_disk(args) and 0)
+    p.set_defaults(func=named(lambda args: bench_kv_disk.bench_kv_disk(args) and 0))
 
     p = benches.add_parser("sandbox", help="the bundled tasks' test runs without and with the bwrap sandbox")
     sandbox_overhead.add_arguments(p)

@@ -20,7 +20,7 @@ from deltaserve.engine.config import SPECULATIVE_METHODS
 from deltaserve.evals.agent_eval import AgentEvalConfig, run_agent_eval
 from deltaserve.evals.check_tasks import check_tasks, render_table
 from deltaserve.evals.console import print_decode_summary, print_report
-from deltaserve.evals.decode_cost import DecodeCostConfig, load_engine, run_decode_cost_eval
+from deltaserve.evals.decode_cost import DecodeCostConfig, load_engine, plan_eval, run_decode_cost_eval
 from deltaserve.evals.report import report_from_file
 from deltaserve.evals.swebench_import import import_swebench
 from deltaserve.evals.task_suite import load_tasks
@@ -167,6 +167,7 @@ def run_decode_cost(args) -> int:
         out_dir=args.out or _default_out("decode-cost"),
         engine_kwargs=quant_kwargs(args),
     )
+    plan_eval(config)  # a bad --formats or --tasks fails before the model loads
     with loading_status(model):
         engine = load_engine(config)
     print_decode_summary(run_decode_cost_eval(config, engine=engine))

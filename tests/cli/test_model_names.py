@@ -71,3 +71,10 @@ def test_decode_cost_refuses_a_provider_string_with_the_bundled_name():
     assert result.returncode == 1
     assert "this command runs the model on deltaserve's own engine" in result.stderr
     assert "--allow-download" not in result.stderr  # a flag this command does not have
+
+
+def test_bench_reads_its_models_by_the_same_rule(capsys):
+    from deltaserve.cli import main
+
+    assert main(["bench", "prefix", "--model", "smollm2"]) == 1
+    assert "did you mean 'smollm2-135m'?" in capsys.readouterr().err
