@@ -76,7 +76,8 @@ def register(subparsers) -> None:
                    help="skip the coverage run that ranks the code the failing tests run (pytest "
                         "only; it runs their test files once more, before the first prompt)")
     p.add_argument("--trace", type=Path, default=None, metavar="FILE",
-                   help="write one JSON line per step (a StepReport) to FILE")
+                   help="write the run as JSON lines to FILE: a header (version, model, machine, "
+                        "command, date), then one StepReport per step")
     p.add_argument("--show-replies", action="store_true",
                    help="print each of the model's replies as its step finishes")
     p.add_argument("--diff-out", type=Path, default=None, metavar="FILE",
