@@ -72,10 +72,9 @@ class Agent:
         self._complete = complete or client.complete
         self._scripted = complete is not None
         self._counter = counter
-        self.snapshot = Snapshot(self.workspace)
         auto_plan = self.prompt_format.name == "auto"
         self.state = RunState(
-            format=self.prompt_format,
+            format=self.prompt_format, snapshot=Snapshot(self.workspace),
             stalls=StallPolicy(self.config.temperature, self.config.resample_temperature),
             plan=FormatPlan(self.count, local_provider.is_local(self.model) or self._scripted, self.model)
             if auto_plan else None)
@@ -308,7 +307,7 @@ class Agent:
             self.state.shown = [f.path for f in files]
             prompt.add_to_task(self.ask_for(self.choose_format(), prompt))
             report.stopped = self._steps(prompt, report)
-            report.final_diff = self.snapshot.diff()
+            report.final_diff = self.state.snapshot.diff()
             return report
         finally:
             self._notify("on_run_end", report)
@@ -356,12 +355,12 @@ class Agent:
         st = self.state
         return Context(self.workspace, self.task, self.test_cmd, self.config, st.format,
                        self.prompt_format.numbered_context, tuple(st.replies), tuple(self.in_play()),
-                       self.seen_in_part(), self.snapshot.originals, st.tried, st.baseline)
+                       self.seen_in_part(), st.snapshot.originals, st.tried, st.baseline)
 
     def act(self, step: int, reply) -> tuple[StepReport, StepDetails]:
         """The kept reply through the pipeline on the workspace (its edits applied and tested, or previewed
         in a dry run; its lookups served); the step's report and what the model is told."""
-        target = RunWorkspace(self.workspace, self.snapshot, self.sandbox, self.test_cmd,
+        target = RunWorkspace(self.workspace, self.state.snapshot, self.sandbox, self.test_cmd,
                               self.config.test_timeout, self.config.dry_run)
         trial = evaluate(reply.text, reply.finish_reason, self.reader(), self.context(), target)
         self.state.record(step, reply.text, trial)

@@ -1,6 +1,6 @@
 """One reply -> tested edits, for the agent's own reply and for every candidate alike.
 
-    evaluate(reply, reader, context, target) -> Trial
+    evaluate(reply, finish_reason, reader, context, target) -> Trial
 
 runs the stages in order: the reply checks (reply_checks.py), reading the edits (a reply without any is
 answered: its lookups, or what an edit looks like), the edit repairs (edit_repairs.py), the preview (the

@@ -13,6 +13,7 @@ from deltaserve.harness.format_choice import FormatPlan
 from deltaserve.harness.stalls import StallPolicy
 from deltaserve.harness.trial import Trial
 from deltaserve.harness.tried_code import START, CodeState
+from deltaserve.harness.workspace_guard import Snapshot
 from deltaserve.tools.localize import Localization
 from deltaserve.tools.tests import TestResult
 
@@ -30,6 +31,7 @@ class FormatChoice:
 @dataclass
 class RunState:
     format: object  # the current step's EditFormat
+    snapshot: Snapshot  # each written file's text before the run first wrote it (the final diff)
     stalls: StallPolicy  # replies that changed nothing: sample, then hotter and (auto) in another format
     plan: FormatPlan | None = None  # `auto`: the per-step choice of format
     reason: str | None = None  # why `auto` chose the current step's format
