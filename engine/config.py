@@ -29,11 +29,11 @@ class EngineConfig(BaseModel):
     quant: Literal["auto", "none", "int8", "int4", "w8a8"] = "auto"
     # int4 inputs per scale/zero. 32 = GGUF's Q4 block, so a 4-bit GGUF keeps its levels: 64 / 128 decode the
     # 1.5B model ~12% faster on AVX-512 but cost perplexity, SmolLM2 +32% / +41%, the 1.5B +3.1% / +5.2%
-    # (32: +0.3% / +1.4%; `bench accuracy --ours int4 --group-sizes 32,64,128`, README "CPU decode").
+    # (32: +0.3% / +1.4%; `bench accuracy --ours int4 --group-sizes 32,64,128`; docs/benchmarks.md).
     quant_group_size: Literal[32, 64, 128, 256] = 32
     # The LM head's precision: "auto" = int8 with dynamic int8 activations (fbgemm) when the layers are
     # quantized, where fbgemm runs; bf16 otherwise (engine/quant.py head_quant_for). int4 is the fastest
-    # and the least accurate (README, bench accuracy).
+    # and the least accurate (docs/benchmarks.md, bench accuracy).
     quant_lm_head: Literal["auto", "none", "int8", "int4"] = "auto"
 
     # Attention over the paged pool (engine/attention/): "auto" = "flex" (flex_attention, compiled) on CUDA,
