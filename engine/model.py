@@ -26,6 +26,7 @@ from deltaserve.engine.quant import (
     QuantMode,
     head_quant_for,
     linear_from_parts,
+    linear_input_dtype,
     packed_weight_calls,
 )
 from deltaserve.engine.weight_cache import ConvertedWeights, Scoped, converted_weights
@@ -79,15 +80,20 @@ def _norm_constants(n: int, eps: float) -> tuple[torch.Tensor, torch.Tensor]:
     return torch.tensor(float(n)), torch.tensor(eps)
 
 
-def rms_norm(x: torch.Tensor, weight: torch.Tensor | None, eps: float) -> torch.Tensor:
+def rms_norm(x: torch.Tensor, weight: torch.Tensor | None, eps: float,
+             dtype: torch.dtype | None = None) -> torch.Tensor:
     """F.rms_norm over the last dim, bit for bit, in 5 ops for float32 on CPU where torch's is a composite of
     ~10 (its Python-float scalars each wrapped in a tensor): 22 us against 36 a call on a 2-core EPYC, 61
-    calls a SmolLM2 token. Same steps in the same order: x * rsqrt(sum(x * x) / n + eps), then * weight."""
+    calls a SmolLM2 token. Same steps in the same order: x * rsqrt(sum(x * x) / n + eps), then * weight.
+    `dtype`: the result cast to it (the next linear's input dtype), where it differs."""
     if x.dtype != torch.float32 or x.device.type != "cpu":
-        return F.rms_norm(x, x.shape[-1:], weight, eps)
-    n, eps_t = _norm_constants(x.shape[-1], eps)
-    y = torch.mul(x, torch.addcdiv(eps_t, (x * x).sum(-1, keepdim=True), n).rsqrt_())
-    return y if weight is None else y.mul_(weight)
+        y = F.rms_norm(x, x.shape[-1:], weight, eps)
+    else:
+        n, eps_t = _norm_constants(x.shape[-1], eps)
+        y = torch.mul(x, torch.addcdiv(eps_t, (x * x).sum(-1, keepdim=True), n).rsqrt_())
+        if weight is not None:
+            y.mul_(weight)
+    return y if dtype is None or dtype == y.dtype else y.to(dtype)
 
 
 class RowPadded:
@@ -147,8 +153,23 @@ class LlamaModel:
         with Packer() as packer:  # fbgemm packs on worker threads while the next weights are read
             self.lm_head = self._linear(stored, "lm_head", packer)
             self.layers = [self._layer(stored, f"layers.{i}.", packer) for i in range(self.num_layers)]
-        self.cos, self.sin = rope_tables(c, self.head_dim, max_positions, dtype, self.device)
+        # Quantized on CPU, the residual stream and its norms run in float32 (torch's bf16 rms_norm is a
+        # composite of ~10 ops; unquantized bf16 keeps HF's bf16 numerics); a linear takes its input in its
+        # kernel's dtype (linear_input_dtype); the KV cache keeps `dtype`
+        self.act_dtype = torch.float32 if self.device.type == "cpu" and quant != "none" else dtype
+        self.layer_dtype = linear_input_dtype(self.linears()[:-1], dtype)
+        self.head_dtype = linear_input_dtype([self.lm_head], dtype)
+        self._norms_to(self.act_dtype, self.layer_dtype)
+        self.cos, self.sin = rope_tables(c, self.head_dim, max_positions, self.layer_dtype, self.device)
         self.max_positions = max_positions
+
+    def _norms_to(self, residual: torch.dtype, linear_out: torch.dtype) -> None:
+        """The residual stream's norm weights in its dtype, q/k's (qwen3) in the one they come out in."""
+        self.final_norm = self.final_norm.to(residual)
+        for layer in self.layers:
+            layer.in_norm, layer.post_norm = layer.in_norm.to(residual), layer.post_norm.to(residual)
+            if layer.qk_norm is not None:
+                layer.qk_norm = layer.qk_norm.to(linear_out)
 
     def _take(self, stored: ConvertedWeights, name: str) -> torch.Tensor:
         return stored.tensors.view(name).to(self.device)
@@ -211,28 +232,35 @@ class LlamaModel:
         nh, nkv, hd = self.num_heads, self.num_kv_heads, self.head_dim
         total = batch.input_ids.shape[0]
         x = F.embedding(batch.input_ids, self.embed)
+        if x.dtype != self.act_dtype:
+            x = x.to(self.act_dtype)
         cos, sin = self.cos[batch.positions], self.sin[batch.positions]
         half = hd // 2
-        qk_width = (nh + nkv) * hd
+        qkv_widths, heads = ((nh + nkv) * hd, nkv * hd), (nh, nkv)
+        lin_dtype = self.layer_dtype
         for i, layer in enumerate(self.layers):
-            h = rms_norm(x, layer.in_norm, self.eps)
-            qkv = layer.qkv(h)
-            qk = qkv[:, :qk_width].view(total, nh + nkv, hd)
+            h = rms_norm(x, layer.in_norm, self.eps, lin_dtype)
+            qk, v = layer.qkv(h).split(qkv_widths, dim=1)
+            qk = qk.view(total, nh + nkv, hd)
             if layer.qk_norm is not None:
                 qk = rms_norm(qk, None, self.eps) * layer.qk_norm
             qk = qk * cos + torch.roll(qk, half, dims=-1) * sin
-            q, k = qk[:, :nh], qk[:, nh:]
-            v = qkv[:, qk_width:].view(total, nkv, hd)
+            v = v.view(total, nkv, hd)
             k_cache, v_cache = kv.k_layers[i], kv.v_layers[i]
+            if qk.dtype != k_cache.dtype:  # float32 linear outputs: KV and attention in the cache's dtype
+                qk, v = qk.to(k_cache.dtype), v.to(k_cache.dtype)
+            q, k = qk.split(heads, dim=1)
             k_cache.index_copy_(1, batch.slots, k.transpose(0, 1))
             v_cache.index_copy_(1, batch.slots, v.transpose(0, 1))
             attn = batch.attention.attend(q, k, v, k_cache, v_cache)
+            if attn.dtype != lin_dtype:
+                attn = attn.to(lin_dtype)
             x.add_(layer.o(attn))  # x is this pass's own tensor: residual adds in place, no allocation
-            h = rms_norm(x, layer.post_norm, self.eps)
+            h = rms_norm(x, layer.post_norm, self.eps, lin_dtype)
             gate, up = layer.gu(h).chunk(2, dim=-1)
             x.add_(layer.down(F.silu(gate).mul_(up)))
         x = x.index_select(0, batch.logits_index)
-        x = rms_norm(x, self.final_norm, self.eps)
+        x = rms_norm(x, self.final_norm, self.eps, self.head_dtype)
         return self.lm_head(x).float()
 
 

@@ -410,6 +410,15 @@ class QuantizedLinear:
         return self.weight_bytes + b
 
 
+def linear_input_dtype(linears, dtype: torch.dtype) -> torch.dtype:
+    """The input dtype `linears` share: float32 where every one is a dynamic int8 linear, which takes and
+    returns float32 (fbgemm; a bf16 input is cast on the way in and the result on the way out), else the
+    model's `dtype` (the int4 kernel is ~40x slower with float32 inputs)."""
+    if linears and all(isinstance(lin, QuantizedLinear) and lin.dynamic for lin in linears):
+        return torch.float32
+    return dtype
+
+
 def quantize_linear(weight: torch.Tensor, bias: torch.Tensor | None, dtype: torch.dtype, quant: QuantMode,
                     group_size: int, dynamic: bool = False) -> tuple[dict, dict[str, torch.Tensor]]:
     """(spec, parts) of the model's linear for one (fused) projection, from its full-precision weight: dense

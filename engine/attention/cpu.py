@@ -64,6 +64,9 @@ class CpuAttentionPlan:
         self.identity_output = len(groups) == 1 and g.scatter is None and (
             isinstance(g.token_index, slice) or g.batch * g.qmax == total)
         self.groups = [_on(g, device) for g in groups] if device.type != "cpu" else groups
+        # batch-1 decode over consecutive blocks (the common step): (first slot, keys), read as a view
+        one_token = self.identity_output and g.batch == 1 and g.qmax == 1 and g.mask is None
+        self.decode_view = (g.kv_start, g.kv_index.shape[1]) if one_token and g.kv_start is not None else None
 
     # ---- the plan ----
 
@@ -133,6 +136,10 @@ class CpuAttentionPlan:
         """Attention output [T, heads * head_dim] of the flat batch's queries q [T, heads, head_dim]; k, v:
         this step's new K/V [T, kv_heads, head_dim] (already written into k_cache / v_cache)."""
         nh, hd, nkv = self.shape.num_heads, self.shape.head_dim, self.shape.num_kv_heads
+        if self.decode_view is not None:  # _one_token_attention's view case, without its Python around it
+            start, keys = self.decode_view
+            kg, vg = k_cache.narrow(1, start, keys)[None], v_cache.narrow(1, start, keys)[None]
+            return F.scaled_dot_product_attention(q.view(1, nkv, -1, hd), kg, vg, scale=1.0).view(1, -1)
         total = q.shape[0]
         out = None if self.identity_output else q.new_empty(total, nh * hd)
         for g in self.groups:

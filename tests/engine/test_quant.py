@@ -350,3 +350,22 @@ def test_packed_weight_calls_change_nothing_but_the_overhead(rows):
     outside = lin(x)
     with packed_weight_calls():
         assert torch.equal(lin(x), outside)
+
+
+@pytest.mark.parametrize("quant", ["w8a8", "int4", "none"])
+def test_quantized_cpu_models_keep_the_residual_stream_in_float32(tiny_model_dirs, quant):
+    """Quantized on CPU, the residual stream and its norms are float32 and each linear gets its kernel's input
+    dtype (fbgemm's float32, the int4 kernel's bf16); the KV cache stays bf16; unquantized bf16 stays bf16
+    (HF's numerics). Greedy decode over the bf16 cache runs."""
+    if quant == "w8a8" and not dynamic_int8_works():
+        pytest.skip("fbgemm does not run here")
+    eng = Engine.from_pretrained(str(tiny_model_dirs["qwen2"]), dtype="bfloat16", quant=quant, num_blocks=16,
+                                 speculative=False, device="cpu")
+    m = eng.model
+    assert (m.act_dtype, m.layer_dtype) == {"w8a8": (torch.float32, torch.float32),
+                                            "int4": (torch.float32, torch.bfloat16),
+                                            "none": (torch.bfloat16, torch.bfloat16)}[quant]
+    assert m.layers[0].in_norm.dtype == m.final_norm.dtype == m.act_dtype
+    assert eng.kv.k_blocks.dtype == torch.bfloat16
+    out = eng.generate(list(range(5, 30)), SamplingParams(max_tokens=6, ignore_eos=True))[0]
+    assert len(out.token_ids) == 6
