@@ -156,9 +156,9 @@ def run(args: argparse.Namespace) -> int:
     except BaseException:  # EngineError and the rest: reported by the CLI's one handler
         sock.close()
         raise
+    port = sock.getsockname()[1]  # with --port 0, the one the system gave
     print(f"deltaserve: serving {args.served_model_name or engine.model_name} "
-          f"(context {engine.max_model_len}) on http://{args.host}:{args.port}/v1",
-          file=sys.stderr, flush=True)
+          f"(context {engine.max_model_len}) on http://{args.host}:{port}/v1", file=sys.stderr, flush=True)
     run_server(engine, args.host, args.port, served_model_name=args.served_model_name, limits=limits,
                log_level=args.log_level, sock=sock, api_key=args.api_key)
     return 0
