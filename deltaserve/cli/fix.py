@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import shutil
+import signal
 import sys
 from pathlib import Path
 
@@ -126,12 +127,17 @@ def run(args: argparse.Namespace) -> int:
     workspace = make_copy(args.path) if args.copy else args.path
     if args.copy:
         print(f"working on a copy: {workspace}")
+        signal.signal(signal.SIGTERM, _exit)  # a run that is killed removes its copy too
     try:
         report = _fix(args, model, workspace)
     finally:
         if args.copy:
             shutil.rmtree(workspace.parent, ignore_errors=True)  # make_copy's temporary folder
     return 0 if report.solved or (args.dry_run and report.steps) else 1
+
+
+def _exit(signum: int, frame) -> None:
+    raise SystemExit(128 + signum)
 
 
 def _fix(args: argparse.Namespace, model: str, workspace: Path):

@@ -32,3 +32,18 @@ def test_fix_on_a_copy_with_a_model_dir_at_80_columns(project, tiny_llama, tmp_p
     assert diff.is_file() and f"{diff} is empty" in out
     assert not list(temp.glob("deltaserve-fix-*"))  # the copy is gone
     assert "Pass `dtype" not in result.stderr and "Traceback" not in result.stderr
+
+
+def test_a_killed_run_removes_its_copy(project, tmp_path):
+    temp = tmp_path / "tmp"
+    temp.mkdir()
+    slow = f"{sys.executable} -c 'import time; time.sleep(60)'"
+    env = {**os.environ, "HF_HUB_OFFLINE": "1", "TMPDIR": str(temp), "PYTHONUNBUFFERED": "1"}
+    proc = subprocess.Popen([*CLI, "fix", str(project), "--copy", "--task", "x", "--model", "openai/none",
+                             "--api-base", "http://127.0.0.1:9/v1", "--test-cmd", slow, "--sandbox", "none"],
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env)
+    first = proc.stdout.readline()
+    assert first.startswith("working on a copy:") and list(temp.glob("deltaserve-fix-*"))
+    proc.terminate()  # SIGTERM while the tests run
+    assert proc.wait(timeout=60) == 143
+    assert not list(temp.glob("deltaserve-fix-*"))
