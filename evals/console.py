@@ -23,16 +23,18 @@ def print_paths(console: Console, paths: dict) -> None:
 
 
 def column_priority(index: int, header: str) -> int:
-    """0 is kept longest: the row's name, then ratios (`whole/udiff tok`), token counts and rates, the
-    rest, and last the seconds and passes."""
+    """0 is kept longest: the row's name, then ratios (`whole/udiff tok`) and savings, token counts and
+    outcomes, the rest, and first to go the seconds and passes."""
     name = header.strip("* ").lower()
     if index == 0:
         return 0
-    if "/" in name or "rate" in name or "solved" in name or "saved" in name:
+    if "/" in name:
         return 1
     if name.endswith((" s", " ms", "seconds")) or "passes" in name or "ttft" in name:
         return 4
-    if "tok" in name:
+    if any(word in name for word in ("rate", "solved", "saved", "cached")):
+        return 1
+    if "tok" in name or "outcome" in name:
         return 2
     return 3
 

@@ -34,3 +34,14 @@ def test_the_rendered_report_fits_80_columns():
     lines = console.file.getvalue().splitlines()
     assert max(len(line) for line in lines) <= 80
     assert any("calc-add-sub" in line and "19.07" in line for line in lines)  # values whole, not `1…`
+
+
+def test_the_agent_reports_step_table_keeps_its_savings():
+    from deltaserve.harness.live_table import COLUMNS
+
+    row = ["1", "edit", "12345", "12000", "234", "120", "3456", "3222", "3336", "1.23", "12.50", "tests pass"]
+    table = "\n".join(["| " + " | ".join(COLUMNS) + " |", "|" + "|".join("---" for _ in COLUMNS) + "|",
+                       "| " + " | ".join(row) + " |"])
+    header = fit_markdown(table, 80).splitlines()[0]
+    assert {"step", "cached", "decode saved", "outcome"} <= {c.strip() for c in header.strip("|").split("|")}
+    assert "passes saved" not in header and "TTFT s" not in header
