@@ -119,7 +119,19 @@ def build_parser(load: Iterable[str] | None = None) -> argparse.ArgumentParser:
             importlib.import_module(f"deltaserve.cli.{name}").register(subparsers)
         else:
             subparsers.add_parser(name, help=help_line)
+    described(parser)
     return parser
+
+
+def described(parser: argparse.ArgumentParser) -> None:
+    """Every subcommand without a description of its own opens its --help with its help line."""
+    for action in parser._actions:
+        if isinstance(action, argparse._SubParsersAction):
+            for choice in action._choices_actions:
+                sub = action.choices[choice.dest]
+                if sub.description is None and choice.help:
+                    sub.description = wrapped(choice.help[0].upper() + choice.help[1:] + ".")
+                described(sub)
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -14,7 +14,7 @@ from deltaserve.harness import formats
 
 
 def register(subparsers) -> None:
-    parser = subparsers.add_parser("demo", help=COMMANDS["demo"], description=COMMANDS["demo"] + ".")
+    parser = subparsers.add_parser("demo", help=COMMANDS["demo"])
     parser.add_argument("--model", default=default(DemoConfig, "model"), metavar="MODEL",
                         help="the engine's model: a bundled name or local/<name>, a model dir, a .gguf, or a "
                              "hub id in the HF cache")

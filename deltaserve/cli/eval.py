@@ -10,7 +10,7 @@ from pathlib import Path
 from rich.console import Console
 from rich.markup import escape
 
-from deltaserve.cli import COMMANDS, add_sandbox_option, default, wrapped
+from deltaserve.cli import COMMANDS, add_sandbox_option, default
 from deltaserve.cli.kv_options import add_kv_cache_options, kv_cache_kwargs
 from deltaserve.cli.loading import loading_status
 from deltaserve.cli.model_names import agent_model, engine_model
@@ -42,24 +42,18 @@ def _add_tasks_dir(parser) -> None:
 
 
 def register(subparsers) -> None:
-    parser = subparsers.add_parser("eval", help=COMMANDS["eval"], description=COMMANDS["eval"] + ".")
+    parser = subparsers.add_parser("eval", help=COMMANDS["eval"])
     sub = parser.add_subparsers(dest="eval_command", metavar="EVAL")
-
-    def add(name: str, help_line: str):
-        """A subcommand whose --help opens with its help line as a sentence."""
-        sentence = help_line[0].upper() + help_line[1:] + "."
-        return sub.add_parser(name, help=help_line, description=wrapped(sentence))
-
     parser.set_defaults(func=lambda args: (parser.print_help(), 2)[1])
 
-    check = add("check-tasks", "each task fails before its gold patch and passes after")
+    check = sub.add_parser("check-tasks", help="each task fails before its gold patch and passes after")
     check.add_argument("--tasks", metavar="IDS", help="comma-separated task ids (default: all)")
     check.add_argument("--workers", type=int, default=2, metavar="N", help="tasks checked at once")
     _add_tasks_dir(check)
     add_sandbox_option(check)
     check.set_defaults(func=run_check_tasks)
 
-    dc = add("decode-cost", "teacher-force each format's gold reply through the engine")
+    dc = sub.add_parser("decode-cost", help="teacher-force each format's gold reply through the engine")
     dc.add_argument("--model", default=default(DecodeCostConfig, "model"), metavar="MODEL",
                     help="the engine's model: a bundled name or local/<name>, a model dir, a .gguf, or a hub "
                          "id in the HF cache")
@@ -89,7 +83,7 @@ def register(subparsers) -> None:
     add_sandbox_option(dc, default(DecodeCostConfig, "sandbox"))
     dc.set_defaults(func=run_decode_cost)
 
-    ag = add("agent", "run the agent on the suite per model x format (resumable)")
+    ag = sub.add_parser("agent", help="run the agent on the suite per model x format (resumable)")
     ag.add_argument("--models", default=",".join(default(AgentEvalConfig, "models")), metavar="LIST",
                     help="comma-separated models, each named as for fix: a bundled name or local/<name>, a "
                          "model dir or .gguf, a hub id in the HF cache, or a litellm provider string")
@@ -121,7 +115,8 @@ def register(subparsers) -> None:
     add_sandbox_option(ag, default(AgentEvalConfig, "sandbox"))
     ag.set_defaults(func=run_agent)
 
-    imp = add("import-swebench", "SWE-bench-format instances (JSONL) -> task folders, from local git clones")
+    imp = sub.add_parser("import-swebench",
+                         help="SWE-bench-format instances (JSONL) -> task folders, from local git clones")
     imp.add_argument("instances", type=Path, metavar="FILE.jsonl",
                      help="one instance a line: instance_id, repo, base_commit, patch, test_patch, "
                           "FAIL_TO_PASS, PASS_TO_PASS (problem_statement, if there, is the description)")
@@ -131,7 +126,7 @@ def register(subparsers) -> None:
                      help="where the task folders go (then: eval check-tasks --tasks-dir TASKS_DIR)")
     imp.set_defaults(func=run_import_swebench)
 
-    rep = add("report", "rebuild tables and plots from results JSONL files (several: merged)")
+    rep = sub.add_parser("report", help="rebuild tables and plots from results JSONL files (several: merged)")
     rep.add_argument("results", type=Path, nargs="+",
                      help="results.jsonl of one or more eval runs; agent traces beside each are read too")
     rep.add_argument("--out", type=Path, metavar="DIR",

@@ -33,6 +33,7 @@ def test_every_help_fits_80_columns(parsers, monkeypatch):
     wide = {name: [line for line in parser.format_help().splitlines() if len(line) > 80]
             for name, parser in parsers}
     assert {name: lines for name, lines in wide.items() if lines} == {}
+    assert [name for name, parser in parsers if not parser.description] == []  # each says what it does
 
 
 def test_every_option_has_help_and_a_shown_default(parsers, monkeypatch):
