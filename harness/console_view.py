@@ -28,8 +28,9 @@ class ConsoleView(AgentObserver):
 
     def on_run_start(self, run: RunStart) -> None:
         self._title = f"{run.model} · {run.edit_format}"
-        self.console.print(f"[bold]deltaserve fix[/] {escape(run.workspace)}  model={escape(run.model)} "
-                           f"format={run.edit_format}  tests=`{escape(run.test_cmd)}` sandbox={run.sandbox}")
+        self.console.print(f"[bold]deltaserve fix[/] {escape(run.workspace)}\n"  # short lines, for 80 columns
+                           f"  model={escape(run.model)}  format={run.edit_format}  sandbox={run.sandbox}\n"
+                           f"  tests=`{escape(run.test_cmd)}`", highlight=False)
 
     def on_initial_tests(self, tests: TestOutcome) -> None:
         if tests.ok:
