@@ -59,6 +59,14 @@ def next_token(seq: Sequence, sampled: int) -> int:
     return sampled if forced is None else forced[seq.num_output_tokens]
 
 
+def _counted(rows: list[tuple[Sequence, int]]) -> list[list[int]] | None:
+    """The tokens each wanted row's penalties count: its request's generated ones, then the drafts before it
+    (row j of a verify span follows drafts[:j], so drafting never changes a penalised request's tokens)."""
+    if not any(seq.params.penalized for seq, _ in rows):
+        return None
+    return [seq.output_token_ids + seq.draft_token_ids[:j] if seq.params.penalized else [] for seq, j in rows]
+
+
 class Engine:
     def __init__(self, loaded: LoadedModel, config: EngineConfig):
         self.config = config
@@ -242,7 +250,7 @@ class Engine:
                       for seq, j in rows]
         masks = self._masks(scheduled, len(rows))
         began = time.perf_counter()
-        tokens = self.runner.run(spans, [s.params for s, _ in rows], generators, masks)
+        tokens = self.runner.run(spans, [s.params for s, _ in rows], generators, masks, _counted(rows))
         self._time_pass(scheduled, time.perf_counter() - began)
         per_span, row = [], 0
         for span in spans:

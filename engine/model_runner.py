@@ -51,10 +51,10 @@ class ModelRunner:
             return self.model.forward(self.prepare(spans), self.kv)
 
     def run(self, spans: list[Span], params: list[SamplingParams], generators: list[torch.Generator | None],
-            masks: torch.Tensor | None = None) -> list[int]:
+            masks: torch.Tensor | None = None, counted: list[list[int]] | None = None) -> list[int]:
         """The sampled token of every wanted row (params and generators: one per row, in order; masks: the
-        rows' allowed-token bitmasks, or None)."""
+        rows' allowed-token bitmasks, or None; counted: the tokens each row's penalties count)."""
         logits = self.logits(spans)
         with torch.inference_mode():
-            tokens = sample_batch(logits, SamplingBatch(params, generators, self.device, masks))
+            tokens = sample_batch(logits, SamplingBatch(params, generators, self.device, masks, counted))
             return tokens.tolist()  # the step's one device-to-host copy (waits for the device)

@@ -8,6 +8,7 @@ always keeps the most likely token (a top_p that rounds to 0 in float32 would ot
 from __future__ import annotations
 
 import random
+from collections.abc import Sequence
 
 import torch
 from pydantic import BaseModel, ConfigDict, Field
@@ -19,6 +20,7 @@ from deltaserve.engine.constraints.spec import GrammarSpec
 # Below this, sampling is argmax in all but name: the top logit outweighs the next by a factor of
 # exp(gap / temperature), so we take the argmax rather than divide by a number that overflows float32.
 MIN_TEMPERATURE = 1e-5
+MAX_TOP_LOGPROBS = 20  # OpenAI's top_logprobs limit
 
 
 class SamplingParams(BaseModel):
@@ -39,10 +41,21 @@ class SamplingParams(BaseModel):
     forced_token_ids: list[int] | None = None
     # Constrained decoding: the output matches this grammar (JSON schema, regex, Lark) from its first token.
     grammar: GrammarSpec | None = None
+    # OpenAI's penalties: logits[t] -= presence * (count[t] > 0) + frequency * count[t], counts over this
+    # request's generated tokens; before temperature, greedy rows too
+    presence_penalty: float = Field(default=0.0, ge=-2.0, le=2.0, allow_inf_nan=False)
+    frequency_penalty: float = Field(default=0.0, ge=-2.0, le=2.0, allow_inf_nan=False)
+    # Per output token, its logprob and this many of the most likely ones' (the model's own log-softmax,
+    # before penalties and temperature; after a grammar's mask); None: no logprobs
+    logprobs: int | None = Field(default=None, ge=0, le=MAX_TOP_LOGPROBS)
 
     @property
     def greedy(self) -> bool:
         return self.temperature < MIN_TEMPERATURE or self.top_k == 1
+
+    @property
+    def penalized(self) -> bool:
+        return bool(self.presence_penalty or self.frequency_penalty)
 
 
 def request_seed(params: SamplingParams) -> int | None:
@@ -66,11 +79,15 @@ class SamplingBatch:
     sampled in one batched pass with no host round trip (greedy rows take the argmax, the others are drawn
     with their own generator). Filters a step does not use are left out (None) and cost nothing.
     `masks` [R, ceil(V / 32)] int32 on the host: the rows' allowed tokens as bits (constrained decoding;
-    engine/constraints), copied to the device with the rest; None when no row is constrained."""
+    engine/constraints), copied to the device with the rest; None when no row is constrained.
+    `counted`: per row, the tokens its penalties count (its request's generated tokens, then in a verify
+    pass the drafts before the row); read only for penalised rows, and may be None when there are none."""
 
     def __init__(self, params: list[SamplingParams], generators: list[torch.Generator | None],
-                 device: torch.device, masks: torch.Tensor | None = None):
+                 device: torch.device, masks: torch.Tensor | None = None,
+                 counted: list[Sequence[int]] | None = None):
         self.allowed_words = None if masks is None else _to_device(masks, device)
+        self.penalties = Penalties.of(params, counted, device)
         self.greedy_rows = [p.greedy for p in params]
         self.all_greedy = all(self.greedy_rows)
         self.generators = [None if g else gen for g, gen in zip(self.greedy_rows, generators, strict=True)]
@@ -92,6 +109,44 @@ class SamplingBatch:
         if any(top_k):
             self.max_top_k = max(top_k)
             self.top_k = _to_device(torch.tensor(top_k, dtype=torch.long), device)
+
+
+class Penalties:
+    """The presence / frequency penalties of a batch's penalised rows and the tokens each counts, on the
+    device; applied to logits [R, V] with no host round trip (the counts are scattered there)."""
+
+    def __init__(self, rows: torch.Tensor, presence: torch.Tensor, frequency: torch.Tensor,
+                 counted: torch.Tensor):
+        self.rows = rows  # [P] the penalised rows
+        self.presence, self.frequency = presence, frequency  # [P] float32
+        self.counted = counted  # [2, N] long: (index into rows, token) per counted token
+
+    @classmethod
+    def of(cls, params: list[SamplingParams], counted: list[Sequence[int]] | None,
+           device: torch.device) -> Penalties | None:
+        """The batch's penalties; None when no row is penalised or none has a token to count yet."""
+        rows = [r for r, p in enumerate(params) if p.penalized]
+        if not rows or counted is None or not any(counted[r] for r in rows):
+            return None
+        which: list[int] = []
+        tokens: list[int] = []
+        for i, r in enumerate(rows):
+            which += [i] * len(counted[r])
+            tokens += counted[r]
+        floats = torch.tensor([[params[r].presence_penalty for r in rows],
+                               [params[r].frequency_penalty for r in rows]], dtype=torch.float32)
+        longs = torch.tensor([which, tokens], dtype=torch.long)
+        floats, longs, index = (_to_device(t, device) for t in (floats, longs, torch.tensor(rows)))
+        return cls(index, floats[0], floats[1], longs)
+
+    def apply(self, logits: torch.Tensor) -> torch.Tensor:
+        """logits [R, V] with each penalised row's penalties subtracted (float32; a new tensor)."""
+        vocab = logits.shape[-1]
+        counts = torch.zeros(len(self.rows) * vocab, dtype=torch.float32, device=logits.device)
+        flat = self.counted[0] * vocab + self.counted[1]
+        counts = counts.scatter_add_(0, flat, torch.ones_like(flat, dtype=torch.float32)).view(-1, vocab)
+        penalty = self.presence[:, None] * (counts > 0) + self.frequency[:, None] * counts  # [P, V]
+        return logits.float().index_add(0, self.rows, penalty, alpha=-1)
 
 
 def _to_device(t: torch.Tensor, device: torch.device) -> torch.Tensor:
@@ -131,10 +186,13 @@ def sample_batch(logits: torch.Tensor, batch: SamplingBatch) -> torch.Tensor:
 
     A sampled row draws by the exponential race (argmax of p / E with E ~ Exp(1), which picks token i with
     probability p_i), its noise from the row's own generator: a seed gives the same tokens whatever else is
-    in the batch, and nothing waits for the host. Tokens a row's mask disallows are never picked."""
+    in the batch, and nothing waits for the host. Tokens a row's mask disallows are never picked; penalties
+    come before temperature and filters, and apply to greedy rows too."""
     if batch.allowed_words is not None:
         allowed = unpack_bitmask(batch.allowed_words, logits.shape[-1])
         logits = logits.masked_fill(~allowed, float("-inf"))
+    if batch.penalties is not None:  # after the mask: a disallowed token stays at -inf
+        logits = batch.penalties.apply(logits)
     greedy_tokens = logits.argmax(-1)
     if batch.all_greedy:
         return greedy_tokens

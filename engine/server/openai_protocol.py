@@ -2,8 +2,9 @@
 
 Requests refuse what they do not implement: an unknown field is a 400 naming it (a silently dropped field,
 `tools` once among them, made agents misbehave without an error), and so is a value we do not serve
-(logprobs, penalties); `response_format` json_object and json_schema are served by constrained decoding
-(engine/constraints), as is the `structured_outputs` extension. They are strict about types, as OpenAI's is:
+(logprobs). Presence/frequency penalties are served (-2..2, as OpenAI's); `response_format` json_object and
+json_schema by constrained decoding (engine/constraints), as is the `structured_outputs` extension. They are
+strict about types, as OpenAI's is:
 "yes" is no boolean, true is no token id, "5" is no number (an integer is a valid number, and 3.0 a valid
 integer, as in JSON Schema). Tools: function tools, `tool_choice` (none, auto, required, a named function),
 `parallel_tool_calls`; history messages may carry `tool_calls` (assistant) and `tool_call_id` (tool).
@@ -242,8 +243,8 @@ class SamplingRequest(BaseModel):
     speculative: SpeculativeMethod | None = None  # extension: this request's draft method
     structured_outputs: StructuredOutputs | None = None  # extension (vLLM's): constrained decoding
     logprobs: Any = Field(default=None, json_schema_extra={"enum": [False, 0, None]})
-    presence_penalty: float | None = Field(default=None, json_schema_extra={"minimum": 0, "maximum": 0})
-    frequency_penalty: float | None = Field(default=None, json_schema_extra={"minimum": 0, "maximum": 0})
+    presence_penalty: float | None = Field(default=None, ge=-2.0, le=2.0)
+    frequency_penalty: float | None = Field(default=None, ge=-2.0, le=2.0)
 
     @field_validator("stop")
     @classmethod
@@ -262,13 +263,6 @@ class SamplingRequest(BaseModel):
     def _no_logprobs(cls, value: Any) -> Any:
         if value not in (None, False, 0):
             raise ValueError("logprobs are not supported by this server")
-        return value
-
-    @field_validator("presence_penalty", "frequency_penalty")
-    @classmethod
-    def _no_penalties(cls, value: float | None) -> float | None:
-        if value not in (None, 0, 0.0):
-            raise ValueError("presence/frequency penalties are not supported by this server")
         return value
 
     @property

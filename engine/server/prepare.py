@@ -169,6 +169,8 @@ def sampling_params(req: SamplingRequest, seed: int | None, room: int, predictio
             prediction=prediction,
             speculative=req.speculative,
             grammar=grammar,
+            presence_penalty=req.presence_penalty or 0.0,
+            frequency_penalty=req.frequency_penalty or 0.0,
         )
     except (ValueError, ValidationError) as exc:
         raise InvalidRequestError(str(exc)) from exc

@@ -302,3 +302,17 @@ def test_max_tokens_inside_a_copy(make_engine):
     assert a.token_ids == b.token_ids and len(b.token_ids) == 37 and b.finish_reason == "length"
     assert b.metrics.accepted_draft_tokens > 10
     assert_counters_add_up([b])
+
+
+def test_penalised_greedy_identical_with_and_without_speculation(engines):
+    """A verify pass's row j counts drafts[:j] as generated: drafting never changes a penalised output."""
+    off = engines(speculative=False)
+    prompts = copy_prompts(off, 6, seed=3)
+    params = SamplingParams(max_tokens=48, ignore_eos=True, presence_penalty=0.4, frequency_penalty=0.2)
+    ref = [off.generate(p, params)[0].token_ids for p in prompts]
+    assert ref != [off.generate(p, GREEDY)[0].token_ids for p in prompts]  # the penalties do change it
+    on = engines(speculative=True)
+    outs = [on.generate(p, params)[0] for p in prompts]
+    assert [o.token_ids for o in outs] == ref
+    accepted, rejected = totals(outs)
+    assert accepted > 0 and rejected > 0

@@ -1,7 +1,7 @@
 """One engine step on the CUDA path's logic (flex attention, batched sampling), watched op by op on CPU: at
 most one host-synchronising op per step (the sampled tokens' copy back) at batch 8 with mixed span lengths,
-drafts, sampling and grammar-constrained rows on, and a cap on the kernels a layer launches, so launch-count
-regressions fail."""
+drafts, sampling, penalised and grammar-constrained rows on, and a cap on the kernels a layer launches, so
+launch-count regressions fail."""
 
 from __future__ import annotations
 
@@ -36,8 +36,10 @@ def _params(i: int) -> SamplingParams:
     forced = [11, 12, 13, 14, 15, 16] * 4 if i % 2 else None
     # two are constrained by a grammar: their masks ride the step's one host-to-device copy
     grammar = GrammarSpec(kind="regex", source="[a-z ]{40,80}") if i % 4 == 2 else None
+    # two are penalised (one of them verifying drafts): their counts are scattered on the device
+    penalties = {"presence_penalty": 0.5, "frequency_penalty": 0.3} if i in (0, 5) else {}
     return SamplingParams(max_tokens=24, ignore_eos=True, forced_token_ids=forced, grammar=grammar,
-                          **kinds[i % len(kinds)])
+                          **kinds[i % len(kinds)], **penalties)
 
 
 @pytest.mark.parametrize("graphs", [False, True], ids=["per-step plan", "decode graphs"])
