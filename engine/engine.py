@@ -37,10 +37,10 @@ from deltaserve.engine.kv_disk import DiskKVStore, DiskTier, model_fingerprint
 from deltaserve.engine.loader import LoadedModel, load_model
 from deltaserve.engine.model import LlamaModel, max_positions_for
 from deltaserve.engine.model_runner import ModelRunner
-from deltaserve.engine.outputs import DraftCounts, EngineStats, RequestOutput, add_drafts
+from deltaserve.engine.outputs import DraftCounts, EngineStats, RequestOutput, TokenLogprob, add_drafts
 from deltaserve.engine.prefix_cache import BlockManager
 from deltaserve.engine.quant import default_dtype, resolve_quant
-from deltaserve.engine.sampler import SamplingParams, position_generator, request_seed
+from deltaserve.engine.sampler import Sampled, SamplingBatch, SamplingParams, position_generator, request_seed
 from deltaserve.engine.scheduler import ScheduledSpan, Scheduler
 from deltaserve.engine.sequence import Sequence, Status
 from deltaserve.engine.speculative import make_drafter
@@ -169,6 +169,8 @@ class Engine:
             if not params.forced_token_ids or bad:
                 raise InvalidRequestError(
                     f"forced_token_ids must be non-empty token ids in range; bad: {bad[:5]}")
+            if params.logprobs is not None:
+                raise InvalidRequestError("forced_token_ids and logprobs cannot be combined")
         if cache_salt is not None and not isinstance(cache_salt, str):
             raise InvalidRequestError("cache_salt must be a string")
         rid = request_id if request_id is not None else f"req-{next(self._ids)}-{uuid.uuid4().hex[:8]}"
@@ -240,8 +242,9 @@ class Engine:
             return outputs + self._fail(plan.spans, f"forward pass failed: {type(exc).__name__}: {exc}")
         return outputs + self._postprocess(plan.spans, sampled)
 
-    def _run(self, scheduled: list[ScheduledSpan]) -> list[list[int]]:
-        """Each span's sampled tokens, one per wanted row (the model runner: inputs, forward, sampling)."""
+    def _run(self, scheduled: list[ScheduledSpan]) -> list[Sampled]:
+        """Each span's sampled tokens (and logprobs), one per wanted row (the model runner: inputs, forward,
+        sampling)."""
         spans = [self._span(sp) for sp in scheduled]
         rows = [(sp.seq, j) for sp, span in zip(scheduled, spans, strict=True)
                 for j in range(len(span.logits_offsets))]
@@ -250,12 +253,14 @@ class Engine:
                       for seq, j in rows]
         masks = self._masks(scheduled, len(rows))
         began = time.perf_counter()
-        tokens = self.runner.run(spans, [s.params for s, _ in rows], generators, masks, _counted(rows))
+        batch = SamplingBatch([s.params for s, _ in rows], generators, self.device, masks, _counted(rows))
+        sampled = self.runner.sample(spans, batch)
         self._time_pass(scheduled, time.perf_counter() - began)
         per_span, row = [], 0
         for span in spans:
-            per_span.append(tokens[row:row + len(span.logits_offsets)])
-            row += len(span.logits_offsets)
+            end = row + len(span.logits_offsets)
+            per_span.append(Sampled(sampled.tokens[row:end], sampled.logprobs and sampled.logprobs[row:end]))
+            row = end
         return per_span
 
     def _masks(self, scheduled: list[ScheduledSpan], num_rows: int) -> torch.Tensor | None:
@@ -283,7 +288,7 @@ class Engine:
             outputs.append(self._emit(sp.seq))
         return outputs
 
-    def _postprocess(self, scheduled: list[ScheduledSpan], sampled: list[list[int]]) -> list[RequestOutput]:
+    def _postprocess(self, scheduled: list[ScheduledSpan], sampled: list[Sampled]) -> list[RequestOutput]:
         """Accept drafts, append tokens, finish requests; the step's outputs."""
         outputs = []
         for sp, tokens in zip(scheduled, sampled, strict=True):
@@ -346,7 +351,7 @@ class Engine:
             seq.draft_source = "grammar"
         seq.draft_token_ids = drafts
 
-    def _advance(self, sp: ScheduledSpan, sampled: list[int]) -> bool:
+    def _advance(self, sp: ScheduledSpan, sampled: Sampled) -> bool:
         """Account for a computed span; sample (and verify drafts) if it completed. True if tokens came."""
         seq = sp.seq
         was_prefill = seq.in_prefill
@@ -358,7 +363,7 @@ class Engine:
         drafts = seq.draft_token_ids[: sp.num_drafts]
         tokens: list[int] = []
         for j in range(len(drafts) + 1):
-            tokens.append(next_token(seq, sampled[j]))
+            tokens.append(next_token(seq, sampled.tokens[j]))
             if j == len(drafts) or tokens[-1] != drafts[j]:
                 break
             seq.num_computed_tokens += 1  # draft j confirmed: its KV (computed in this pass) is valid
@@ -382,8 +387,8 @@ class Engine:
             seq.metrics.itl_s.append(now - seq.last_token_time)
         seq.last_token_time = now
         emitted = 0
-        for tok in tokens:
-            self._append_token(seq, tok)
+        for j, tok in enumerate(tokens):
+            self._append_token(seq, tok, None if sampled.logprobs is None else sampled.logprobs[j])
             emitted += 1
             if seq.finished:
                 break
@@ -397,9 +402,8 @@ class Engine:
             add_drafts(self.draft_counts, source, len(drafts), emitted - 1)
         return True
 
-    def _append_token(self, seq: Sequence, tok: int) -> None:
-        seq.token_ids.append(tok)
-        seq.new_token_ids.append(tok)
+    def _append_token(self, seq: Sequence, tok: int, logprob: TokenLogprob | None = None) -> None:
+        seq.append_token(tok, logprob)
         old_len = len(seq.text)
         self._detokenize(seq)
         p = seq.params

@@ -12,7 +12,7 @@ from deltaserve.engine.decode_graphs import DecodeGraphs
 from deltaserve.engine.forward_batch import ForwardBatch, Span, flatten
 from deltaserve.engine.kv_cache import KVCache
 from deltaserve.engine.model import LlamaModel
-from deltaserve.engine.sampler import SamplingBatch, SamplingParams, sample_batch
+from deltaserve.engine.sampler import Sampled, SamplingBatch, SamplingParams, sample_rows
 from deltaserve.engine.staging import to_device
 
 # BLAS runs one kernel for this many rows and more (measured here, float32 on an AVX-512 CPU: 1-15 rows took
@@ -54,7 +54,11 @@ class ModelRunner:
             masks: torch.Tensor | None = None, counted: list[list[int]] | None = None) -> list[int]:
         """The sampled token of every wanted row (params and generators: one per row, in order; masks: the
         rows' allowed-token bitmasks, or None; counted: the tokens each row's penalties count)."""
+        return self.sample(spans, SamplingBatch(params, generators, self.device, masks, counted)).tokens
+
+    def sample(self, spans: list[Span], batch: SamplingBatch) -> Sampled:
+        """Every wanted row's token, and its logprobs where its request asked for them (batch: the rows'
+        sampling parameters, in order)."""
         logits = self.logits(spans)
         with torch.inference_mode():
-            tokens = sample_batch(logits, SamplingBatch(params, generators, self.device, masks, counted))
-            return tokens.tolist()  # the step's one device-to-host copy (waits for the device)
+            return batch.unpack(sample_rows(logits, batch).tolist())  # the step's one device-to-host copy

@@ -45,6 +45,15 @@ class RequestMetrics(BaseModel):
     decode_s: float = 0.0  # first token -> finished (or now)
 
 
+class TokenLogprob(BaseModel):
+    """One output token's logprob under the model's own distribution (log-softmax of its logits, after a
+    grammar's mask, before penalties and temperature), and the most likely tokens' (most likely first)."""
+
+    token_id: int
+    logprob: float  # -inf for a token the grammar disallows
+    top: list[tuple[int, float]]  # (token id, logprob), as many as the request asked for
+
+
 class RequestOutput(BaseModel):
     request_id: str
     prompt_token_ids: list[int]
@@ -56,6 +65,10 @@ class RequestOutput(BaseModel):
     finish_reason: str | None = None  # "stop" | "length" | "abort" | "error"
     error: str | None = None
     metrics: RequestMetrics
+    # when the request asked for logprobs (SamplingParams.logprobs): one per generated token so far, and
+    # those of this step's new tokens (streaming)
+    logprobs: list[TokenLogprob] | None = None
+    new_logprobs: list[TokenLogprob] | None = None
 
 
 class EngineStats(BaseModel):

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import random
 from collections.abc import Sequence
+from typing import NamedTuple
 
 import torch
 from pydantic import BaseModel, ConfigDict, Field
@@ -16,6 +17,8 @@ from pydantic import BaseModel, ConfigDict, Field
 from deltaserve.engine.config import SpeculativeMethod
 from deltaserve.engine.constraints.masks import unpack_bitmask
 from deltaserve.engine.constraints.spec import GrammarSpec
+from deltaserve.engine.logprobs import LogprobRows
+from deltaserve.engine.outputs import TokenLogprob
 
 # Below this, sampling is argmax in all but name: the top logit outweighs the next by a factor of
 # exp(gap / temperature), so we take the argmax rather than divide by a number that overflows float32.
@@ -88,6 +91,7 @@ class SamplingBatch:
                  counted: list[Sequence[int]] | None = None):
         self.allowed_words = None if masks is None else _to_device(masks, device)
         self.penalties = Penalties.of(params, counted, device)
+        self.logprobs = LogprobRows.of([p.logprobs for p in params], device)
         self.greedy_rows = [p.greedy for p in params]
         self.all_greedy = all(self.greedy_rows)
         self.generators = [None if g else gen for g, gen in zip(self.greedy_rows, generators, strict=True)]
@@ -109,6 +113,21 @@ class SamplingBatch:
         if any(top_k):
             self.max_top_k = max(top_k)
             self.top_k = _to_device(torch.tensor(top_k, dtype=torch.long), device)
+
+
+    def unpack(self, host: list) -> Sampled:
+        """The step's tokens (and logprobs) from what sample_rows brought back to the host."""
+        if self.logprobs is None:
+            return Sampled(host, None)
+        return Sampled(*self.logprobs.unpack(host))
+
+
+class Sampled(NamedTuple):
+    """One step's sampled rows: a token each, and each row's logprobs (None: no row asked for any; an entry
+    is None for a row that did not)."""
+
+    tokens: list[int]
+    logprobs: list[TokenLogprob | None] | None
 
 
 class Penalties:
@@ -181,6 +200,15 @@ def batch_probabilities(logits: torch.Tensor, temperature: torch.Tensor, top_k: 
     return logits.softmax(-1)
 
 
+def sample_rows(logits: torch.Tensor, batch: SamplingBatch) -> torch.Tensor:
+    """What a step brings back to the host, in its one copy: the tokens [R] long, or, when a row wants
+    logprobs, the tokens packed with them ([R, 2 + 2K] float32, engine/logprobs.py). Logprobs are of the
+    model's own distribution (after a grammar's mask; before penalties and temperature, as vLLM's)."""
+    logits = _masked(logits, batch)
+    tokens = _draw(logits, batch)
+    return tokens if batch.logprobs is None else batch.logprobs.pack(logits, tokens)
+
+
 def sample_batch(logits: torch.Tensor, batch: SamplingBatch) -> torch.Tensor:
     """The next token of every row of logits [R, V], on the device: [R] long.
 
@@ -188,9 +216,19 @@ def sample_batch(logits: torch.Tensor, batch: SamplingBatch) -> torch.Tensor:
     probability p_i), its noise from the row's own generator: a seed gives the same tokens whatever else is
     in the batch, and nothing waits for the host. Tokens a row's mask disallows are never picked; penalties
     come before temperature and filters, and apply to greedy rows too."""
-    if batch.allowed_words is not None:
-        allowed = unpack_bitmask(batch.allowed_words, logits.shape[-1])
-        logits = logits.masked_fill(~allowed, float("-inf"))
+    return _draw(_masked(logits, batch), batch)
+
+
+def _masked(logits: torch.Tensor, batch: SamplingBatch) -> torch.Tensor:
+    """logits [R, V] with every token a row's mask disallows at -inf."""
+    if batch.allowed_words is None:
+        return logits
+    allowed = unpack_bitmask(batch.allowed_words, logits.shape[-1])
+    return logits.masked_fill(~allowed, float("-inf"))
+
+
+def _draw(logits: torch.Tensor, batch: SamplingBatch) -> torch.Tensor:
+    """The token [R] of every row of masked logits: penalties, then the argmax or the row's draw."""
     if batch.penalties is not None:  # after the mask: a disallowed token stays at -inf
         logits = batch.penalties.apply(logits)
     greedy_tokens = logits.argmax(-1)

@@ -6,7 +6,7 @@ import enum
 import time
 
 from deltaserve.engine.constraints.base import TokenConstraint
-from deltaserve.engine.outputs import RequestMetrics, RequestOutput
+from deltaserve.engine.outputs import RequestMetrics, RequestOutput, TokenLogprob
 from deltaserve.engine.sampler import SamplingParams
 
 
@@ -46,6 +46,9 @@ class Sequence:
         self.prefix_offset = 0
         self.read_offset = 0
         self.new_token_ids: list[int] = []
+        # per generated token, its logprobs (when the request asked for them), and this step's
+        self.logprobs: list[TokenLogprob] | None = [] if params.logprobs is not None else None
+        self.new_logprobs: list[TokenLogprob] = []
 
         self.metrics = RequestMetrics(prompt_tokens=len(prompt_token_ids))
         self.arrival_time = time.perf_counter()
@@ -73,6 +76,13 @@ class Sequence:
     @property
     def in_prefill(self) -> bool:
         return self.first_token_time is None
+
+    def append_token(self, token: int, logprob: TokenLogprob | None = None) -> None:
+        self.token_ids.append(token)
+        self.new_token_ids.append(token)
+        if self.logprobs is not None:
+            self.logprobs.append(logprob)
+            self.new_logprobs.append(logprob)
 
     def finish(self, reason: str, error: str | None = None) -> None:
         self.status = Status.FINISHED
@@ -103,6 +113,9 @@ class Sequence:
             finish_reason=self.finish_reason,
             error=self.error,
             metrics=m.model_copy(update={"itl_s": list(m.itl_s)}),
+            logprobs=None if self.logprobs is None else list(self.logprobs),
+            new_logprobs=None if self.logprobs is None else self.new_logprobs,
         )
         self.new_token_ids = []
+        self.new_logprobs = []
         return out

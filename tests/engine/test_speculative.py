@@ -316,3 +316,20 @@ def test_penalised_greedy_identical_with_and_without_speculation(engines):
     assert [o.token_ids for o in outs] == ref
     accepted, rejected = totals(outs)
     assert accepted > 0 and rejected > 0
+
+
+def test_accepted_drafts_get_their_rows_logprobs(engines):
+    """Logprobs with speculation on: each accepted draft carries the logprobs of its verify row, the same as
+    a plain decode's (up to the float noise of a wider pass)."""
+    off = engines(speculative=False)
+    prompts = copy_prompts(off, 4, seed=4)
+    params = SamplingParams(max_tokens=40, ignore_eos=True, logprobs=2)
+    ref = [off.generate(p, params)[0] for p in prompts]
+    on = engines(speculative=True)
+    outs = [on.generate(p, params)[0] for p in prompts]
+    assert totals(outs)[0] > 0
+    for o, r in zip(outs, ref, strict=True):
+        assert o.token_ids == r.token_ids and [lp.token_id for lp in o.logprobs] == o.token_ids
+        for a, b in zip(o.logprobs, r.logprobs, strict=True):
+            assert a.logprob == pytest.approx(b.logprob, abs=1e-4)
+            assert [t for t, _ in a.top] == [t for t, _ in b.top]

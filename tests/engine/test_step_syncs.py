@@ -1,7 +1,7 @@
 """One engine step on the CUDA path's logic (flex attention, batched sampling), watched op by op on CPU: at
 most one host-synchronising op per step (the sampled tokens' copy back) at batch 8 with mixed span lengths,
-drafts, sampling, penalised and grammar-constrained rows on, and a cap on the kernels a layer launches, so
-launch-count regressions fail."""
+drafts, sampling, penalised, logprob and grammar-constrained rows on, and a cap on the kernels a layer
+launches, so launch-count regressions fail."""
 
 from __future__ import annotations
 
@@ -38,8 +38,10 @@ def _params(i: int) -> SamplingParams:
     grammar = GrammarSpec(kind="regex", source="[a-z ]{40,80}") if i % 4 == 2 else None
     # two are penalised (one of them verifying drafts): their counts are scattered on the device
     penalties = {"presence_penalty": 0.5, "frequency_penalty": 0.3} if i in (0, 5) else {}
+    # three want logprobs (one of them constrained): packed with the tokens into the step's one copy back
+    logprobs = {0: 3, 2: 5, 4: 0}.get(i)
     return SamplingParams(max_tokens=24, ignore_eos=True, forced_token_ids=forced, grammar=grammar,
-                          **kinds[i % len(kinds)], **penalties)
+                          logprobs=logprobs, **kinds[i % len(kinds)], **penalties)
 
 
 @pytest.mark.parametrize("graphs", [False, True], ids=["per-step plan", "decode graphs"])
