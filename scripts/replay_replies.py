@@ -11,7 +11,9 @@ back in order: a resampled step's first reply repeats the step before's, candida
 Each version runs in a process of its own (`--before`: a folder that maps the `deltaserve.*` namespace
 onto the old tree, put first on PYTHONPATH). The model's name is given as `openai/<name>` so nothing loads
 an engine; token counts come from the model's tokenizer files (`--tokenizer`), so `auto` chooses formats
-as the eval did. Differences are printed per step and field; exit status 1 when there are any.
+as the eval did. Object addresses in test output (`object at 0x7f...`), which differ between any two
+runs of the same tests, are made the same before comparing. Differences are printed per step and field;
+exit status 1 when there are any.
 """
 
 from __future__ import annotations
@@ -19,6 +21,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import re
 import subprocess
 import sys
 import tempfile
@@ -26,6 +29,8 @@ from pathlib import Path
 
 # the bundled 1.5B model's tokenizer files, where the engine converted its GGUF
 QWEN_TOKENIZER = Path.home() / ".cache/deltaserve/gguf/Qwen2.5-Coder-1.5B-Instruct.Q4_K_M-0f6aba809bb1afca"
+# an object's address in a test's output (`<Config object at 0x7f2aebf35010>`) differs from run to run
+_ADDRESS = re.compile(r"\b0x[0-9a-f]{8,}\b")
 COMPARED = ("outcome", "action", "edit_format", "apply", "tests", "feedback", "diff", "files_changed",
             "candidates", "reply", "resampled", "format_reason")
 
@@ -35,6 +40,11 @@ def _parse_name(path: Path) -> tuple[str, str, str, int]:
     parts = path.name.removesuffix(".trace.jsonl").split("__")
     candidates = int(parts[3][1:]) if len(parts) > 3 else 1
     return parts[0], parts[1], parts[2], candidates
+
+
+def steady(text: str) -> str:
+    """`text` with what differs between two runs of the same tests (object addresses) made the same."""
+    return _ADDRESS.sub("0x...", text)
 
 
 def recorded_steps(trace: Path) -> list[dict]:
@@ -134,7 +144,7 @@ def record(trace: Path, tasks_dir: Path | None, tokenizer: str, model: str | Non
                          "edit_format": report["edit_format"], "apply": report["apply"],
                          "tests": None if step.tests is None else
                          {k: report["tests"][k] for k in ("ok", "passed", "failed", "errors")},
-                         "feedback": details.feedback, "diff": details.diff,
+                         "feedback": steady(details.feedback), "diff": details.diff,
                          "files_changed": list(details.files_changed), "reply": step.reply,
                          "resampled": step.resampled, "format_reason": step.format_reason,
                          "candidates": [{k: c[k] for k in ("outcome", "failing", "passed", "why")}
@@ -149,7 +159,8 @@ def record(trace: Path, tasks_dir: Path | None, tokenizer: str, model: str | Non
         run = agent.run()
     return {"harness": str(Path(deltaserve.harness.__file__).resolve().parent), "trace": str(trace),
             "recorded": [s["outcome"] for s in steps], "steps": seen,
-            "prompts": agent.prompts, "stopped": run.stopped, "final_diff": run.final_diff}
+            "prompts": [[{**m, "content": steady(m["content"])} for m in p] for p in agent.prompts],
+            "stopped": run.stopped, "final_diff": run.final_diff}
 
 
 def _run_side(traces: list[Path], pythonpath: str | None, args) -> list[dict]:
