@@ -14,6 +14,7 @@ from deltaserve.engine.server.auth import APIKeyCheck
 from deltaserve.engine.server.context import ServingContext
 from deltaserve.engine.server.errors import install_error_handlers
 from deltaserve.engine.server.limits import ServerLimits
+from deltaserve.engine.server.logprobs import TokenTexts
 from deltaserve.engine.server.metrics import ServerMetrics
 from deltaserve.engine.server.openapi import install_openapi
 from deltaserve.engine.server.prepare import PromptPreparer
@@ -44,6 +45,7 @@ def create_app(engine: Any, *, served_model_name: str | None = None, limits: Ser
         prompts=PromptPreparer(engine, limits),
         model_name=model_name,
         model_names=frozenset({model_name, str(engine.model_name)}),
+        token_texts=TokenTexts(engine.tokenizer),
         tools_refused=tool_support(engine.tokenizer.chat_template),
     )
     app = FastAPI(title="deltaserve", lifespan=_lifespan)

@@ -1,11 +1,16 @@
-"""The SSE wire format, and the chunks a streaming chat or text completion sends, shaped as OpenAI's."""
+"""The SSE wire format, and the chunks a streaming chat or text completion sends, shaped as OpenAI's.
+
+With logprobs, a chunk carries those of the tokens that came since the last chunk of its choice (an output
+whose text is held back, or read into no delta yet, sends its tokens' logprobs with the next chunk)."""
 
 from __future__ import annotations
 
 import json
 from typing import Any
 
+from deltaserve.engine.outputs import TokenLogprob
 from deltaserve.engine.server.chat_reply import ChatReply
+from deltaserve.engine.server.logprobs import ChatLogprobs, CompletionLogprobs, TokenTexts
 from deltaserve.engine.server.openai_protocol import (
     ChatChunkChoice,
     ChatCompletionChunk,
@@ -24,13 +29,15 @@ def sse(data: dict) -> str:
 
 class ChatChunks:
     """The events of one streaming chat completion: a role chunk per choice, each reply's deltas (content,
-    tool call pieces: see chat_reply.py), finish chunks."""
+    tool call pieces: see chat_reply.py), finish chunks; `texts` when the request asked for logprobs."""
 
     def __init__(self, response_id: str, created: int, model: str, include_usage: bool,
-                 replies: list[ChatReply]) -> None:
+                 replies: list[ChatReply], texts: TokenTexts | None = None) -> None:
         self.response_id, self.created, self.model = response_id, created, model
         self.include_usage = include_usage
         self.replies = replies
+        self.texts = texts
+        self.pending: list[list[TokenLogprob]] = [[] for _ in replies]  # logprobs not sent yet, per choice
 
     def chunk(self, choices: list[ChatChunkChoice], **extra: Any) -> str:
         c = ChatCompletionChunk(id=self.response_id, created=self.created, model=self.model, choices=choices,
@@ -49,24 +56,38 @@ class ChatChunks:
     def for_output(self, index: int, out: Any) -> list[str]:
         """The chunks of one engine output; raises an APIError when a finished reply breaks its tool plan."""
         reply = self.replies[index]
-        events = [self.chunk([ChatChunkChoice(index=index, delta=delta)])
+        self.pending[index] += out.new_logprobs or ()
+        events = [self.chunk([ChatChunkChoice(index=index, delta=delta, logprobs=self._logprobs(index))])
                   for delta in reply.feed(out.new_text or "", final=out.finished)]
         if out.finished:
             reason = reply.finish_reason(out.finish_reason)
-            end = ChatChunkChoice(index=index, delta=DeltaMessage(), finish_reason=reason)
+            end = ChatChunkChoice(index=index, delta=DeltaMessage(), finish_reason=reason,
+                                  logprobs=self._logprobs(index))
             events.append(self.chunk([end]))
         return events
+
+    def _logprobs(self, index: int) -> ChatLogprobs | None:
+        """The logprobs of choice `index`'s tokens not sent yet; None when there are none."""
+        if self.texts is None or not self.pending[index]:
+            return None
+        entries, self.pending[index] = self.pending[index], []
+        return self.texts.chat(entries)
 
     def usage(self, usage: Usage, rm: ResponseMetrics) -> str:
         return self.chunk([], usage=usage, metrics=rm)
 
 
 class TextChunks:
-    """The events of one streaming text completion: a chunk per output that has text or finishes a choice."""
+    """The events of one streaming text completion: a chunk per output that has text or finishes a choice;
+    `texts` when the request asked for logprobs (their text offsets go on from chunk to chunk)."""
 
-    def __init__(self, response_id: str, created: int, model: str, include_usage: bool) -> None:
+    def __init__(self, response_id: str, created: int, model: str, include_usage: bool, num_choices: int = 1,
+                 texts: TokenTexts | None = None) -> None:
         self.response_id, self.created, self.model = response_id, created, model
         self.include_usage = include_usage
+        self.texts = texts
+        self.pending: list[list[TokenLogprob]] = [[] for _ in range(num_choices)]
+        self.offsets = [0] * num_choices  # where each choice's next token's text begins
 
     def chunk(self, choices: list[TextChoice], usage: Usage | None = None,
               rm: ResponseMetrics | None = None) -> str:
@@ -83,10 +104,21 @@ class TextChunks:
         return []
 
     def for_output(self, index: int, out: Any) -> list[str]:
+        self.pending[index] += out.new_logprobs or ()
         if not (out.new_text or out.finished):
             return []
         reason = out.finish_reason if out.finished else None
-        return [self.chunk([TextChoice(index=index, text=out.new_text or "", finish_reason=reason)])]
+        choice = TextChoice(index=index, text=out.new_text or "", finish_reason=reason,
+                            logprobs=self._logprobs(index))
+        return [self.chunk([choice])]
+
+    def _logprobs(self, index: int) -> CompletionLogprobs | None:
+        if self.texts is None:
+            return None
+        entries, self.pending[index] = self.pending[index], []
+        logprobs = self.texts.completion(entries, self.offsets[index])
+        self.offsets[index] += sum(map(len, logprobs.tokens))
+        return logprobs
 
     def usage(self, usage: Usage, rm: ResponseMetrics) -> str:
         return self.chunk([], usage, rm)

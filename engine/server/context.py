@@ -9,6 +9,7 @@ from fastapi import Depends, Request
 
 from deltaserve.engine.async_engine import AsyncEngine
 from deltaserve.engine.server.limits import ServerLimits
+from deltaserve.engine.server.logprobs import TokenTexts
 from deltaserve.engine.server.metrics import ServerMetrics
 from deltaserve.engine.server.openai_protocol import now
 from deltaserve.engine.server.prepare import PromptPreparer
@@ -24,6 +25,7 @@ class ServingContext:
     prompts: PromptPreparer  # bounds and tokenizes prompts off the engine thread
     model_name: str  # the name /v1/models lists
     model_names: frozenset[str]  # every name a request may use: the served name and the engine's own
+    token_texts: TokenTexts  # token ids as logprobs show them
     tools_refused: str | None = None  # why the chat template serves no tools (None: it serves them)
     started: int = field(default_factory=now)  # /v1/models' `created`
 

@@ -1,10 +1,10 @@
 """OpenAI wire format: request and response models for the server (pydantic validates, we never hand-parse).
 
 Requests refuse what they do not implement: an unknown field is a 400 naming it (a silently dropped field,
-`tools` once among them, made agents misbehave without an error), and so is a value we do not serve
-(logprobs). Presence/frequency penalties are served (-2..2, as OpenAI's); `response_format` json_object and
-json_schema by constrained decoding (engine/constraints), as is the `structured_outputs` extension. They are
-strict about types, as OpenAI's is:
+`tools` once among them, made agents misbehave without an error). Presence/frequency penalties are served
+(-2..2, as OpenAI's), and logprobs (chat: `logprobs` + `top_logprobs` 0..20; completions: `logprobs` 0..5;
+shapes in logprobs.py); `response_format` json_object and json_schema by constrained decoding
+(engine/constraints), as is the `structured_outputs` extension. They are strict about types, as OpenAI's is:
 "yes" is no boolean, true is no token id, "5" is no number (an integer is a valid number, and 3.0 a valid
 integer, as in JSON Schema). Tools: function tools, `tool_choice` (none, auto, required, a named function),
 `parallel_tool_calls`; history messages may carry `tool_calls` (assistant) and `tool_call_id` (tool).
@@ -27,6 +27,7 @@ from pydantic import (
     BeforeValidator,
     ConfigDict,
     Field,
+    ValidationInfo,
     field_validator,
     model_serializer,
     model_validator,
@@ -34,6 +35,8 @@ from pydantic import (
 
 from deltaserve.engine.config import SpeculativeMethod
 from deltaserve.engine.outputs import DraftCounts, add_drafts
+from deltaserve.engine.sampler import MAX_TOP_LOGPROBS
+from deltaserve.engine.server.logprobs import ChatLogprobs, CompletionLogprobs
 
 
 def random_id(prefix: str) -> str:
@@ -48,6 +51,7 @@ def now() -> int:
 
 REQUEST = ConfigDict(extra="forbid", strict=True)
 INT64 = 2**63
+MAX_COMPLETION_LOGPROBS = 5
 
 
 def _whole_number(value: Any) -> Any:
@@ -242,7 +246,6 @@ class SamplingRequest(BaseModel):
     ignore_eos: bool = False  # extension (vLLM): generate exactly max_tokens
     speculative: SpeculativeMethod | None = None  # extension: this request's draft method
     structured_outputs: StructuredOutputs | None = None  # extension (vLLM's): constrained decoding
-    logprobs: Any = Field(default=None, json_schema_extra={"enum": [False, 0, None]})
     presence_penalty: float | None = Field(default=None, ge=-2.0, le=2.0)
     frequency_penalty: float | None = Field(default=None, ge=-2.0, le=2.0)
 
@@ -258,16 +261,14 @@ class SamplingRequest(BaseModel):
             raise ValueError("stop sequences must be non-empty")
         return stops
 
-    @field_validator("logprobs")
-    @classmethod
-    def _no_logprobs(cls, value: Any) -> Any:
-        if value not in (None, False, 0):
-            raise ValueError("logprobs are not supported by this server")
-        return value
-
     @property
     def include_usage(self) -> bool:
         return bool(self.stream and self.stream_options and self.stream_options.include_usage)
+
+    @property
+    def top_logprobs_wanted(self) -> int | None:
+        """How many top logprobs each output token comes with; None: no logprobs."""
+        return None
 
 
 class ChatCompletionRequest(SamplingRequest):
@@ -277,6 +278,19 @@ class ChatCompletionRequest(SamplingRequest):
     tool_choice: Literal["none", "auto", "required"] | NamedToolChoice | None = None
     parallel_tool_calls: bool | None = None
     response_format: ResponseFormat | None = None
+    logprobs: bool | None = None
+    top_logprobs: Int | None = Field(default=None, ge=0, le=MAX_TOP_LOGPROBS)
+
+    @field_validator("top_logprobs")
+    @classmethod
+    def _top_logprobs_need_logprobs(cls, value: int | None, info: ValidationInfo) -> int | None:
+        if value is not None and not info.data.get("logprobs"):
+            raise ValueError("top_logprobs needs logprobs: true")
+        return value
+
+    @property
+    def top_logprobs_wanted(self) -> int | None:
+        return (self.top_logprobs or 0) if self.logprobs else None
 
     @model_validator(mode="after")
     def _completion_tokens_win(self) -> ChatCompletionRequest:
@@ -298,6 +312,7 @@ class CompletionRequest(SamplingRequest):
     prompt: Text | Annotated[list[Text], Field(min_length=1)] | TokenIds | Annotated[
         list[TokenIds], Field(min_length=1)]
     echo: bool = Field(default=False, json_schema_extra={"enum": [False]})
+    logprobs: Int | None = Field(default=None, ge=0, le=MAX_COMPLETION_LOGPROBS)  # the legacy API's limit
     suffix: str | None = Field(default=None, json_schema_extra={"maxLength": 0})
 
     @field_validator("echo")
@@ -313,6 +328,10 @@ class CompletionRequest(SamplingRequest):
         if value:
             raise ValueError("suffix is not supported by this server")
         return value
+
+    @property
+    def top_logprobs_wanted(self) -> int | None:
+        return self.logprobs
 
     def prompts(self) -> list[str | list[int]]:
         """The prompt field as a list of single prompts (OpenAI accepts one or a batch)."""
@@ -442,7 +461,7 @@ class ChatChoice(BaseModel):
     index: int
     message: AssistantMessage
     finish_reason: str | None
-    logprobs: None = None
+    logprobs: ChatLogprobs | None = None
 
 
 class ChatCompletionResponse(BaseModel):
@@ -480,7 +499,7 @@ class ChatChunkChoice(BaseModel):
     index: int
     delta: DeltaMessage
     finish_reason: str | None = None
-    logprobs: None = None
+    logprobs: ChatLogprobs | None = None
 
 
 class ChatCompletionChunk(BaseModel):
@@ -497,7 +516,7 @@ class TextChoice(BaseModel):
     index: int
     text: str
     finish_reason: str | None
-    logprobs: None = None
+    logprobs: CompletionLogprobs | None = None
 
 
 class CompletionResponse(BaseModel):

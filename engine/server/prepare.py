@@ -171,6 +171,7 @@ def sampling_params(req: SamplingRequest, seed: int | None, room: int, predictio
             grammar=grammar,
             presence_penalty=req.presence_penalty or 0.0,
             frequency_penalty=req.frequency_penalty or 0.0,
+            logprobs=req.top_logprobs_wanted,
         )
     except (ValueError, ValidationError) as exc:
         raise InvalidRequestError(str(exc)) from exc

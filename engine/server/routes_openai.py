@@ -63,16 +63,18 @@ async def chat_completions(request: Request, ctx: Serving) -> Response:
     choices = await submit(ctx, req, [prompt], arrived, plan.stop)
     replies = [ChatReply(plan) for _ in range(len(choices))]
     rid, created = random_id("chatcmpl"), now()
+    texts = ctx.token_texts if req.logprobs else None
     if req.stream:
-        chunks = ChatChunks(rid, created, req.model, req.include_usage, replies)
+        chunks = ChatChunks(rid, created, req.model, req.include_usage, replies, texts)
         return event_stream(choices, chunks, ctx.metrics)
-    texts = await run_to_end(request, choices, ctx.metrics)
+    outputs = await run_to_end(request, choices, ctx.metrics)
     usage, rm = choices.usage()
     answers = []
-    for i, (text, reply, stream) in enumerate(zip(texts, replies, choices, strict=True)):
-        reply.feed(text, final=True)
+    for i, (output, reply, stream) in enumerate(zip(outputs, replies, choices, strict=True)):
+        reply.feed(output.text, final=True)
         reason = reply.finish_reason(stream.last.finish_reason)
-        answers.append(ChatChoice(index=i, message=reply.message(), finish_reason=reason))
+        logprobs = texts.chat(output.logprobs) if texts else None
+        answers.append(ChatChoice(index=i, message=reply.message(), finish_reason=reason, logprobs=logprobs))
     response = ChatCompletionResponse(id=rid, created=created, model=req.model, choices=answers, usage=usage,
                                       metrics=rm)
     return JSONResponse(response.model_dump())
@@ -85,12 +87,15 @@ async def completions(request: Request, ctx: Serving) -> Response:
     req = await read_request(request, CompletionRequest, ctx)
     choices = await submit(ctx, req, req.prompts(), arrived)
     rid, created = random_id("cmpl"), now()
+    texts = ctx.token_texts if req.logprobs is not None else None
     if req.stream:
-        return event_stream(choices, TextChunks(rid, created, req.model, req.include_usage), ctx.metrics)
-    texts = await run_to_end(request, choices, ctx.metrics)
+        chunks = TextChunks(rid, created, req.model, req.include_usage, len(choices), texts)
+        return event_stream(choices, chunks, ctx.metrics)
+    outputs = await run_to_end(request, choices, ctx.metrics)
     usage, rm = choices.usage()
-    answers = [TextChoice(index=i, text=text, finish_reason=s.last.finish_reason)
-               for i, (text, s) in enumerate(zip(texts, choices, strict=True))]
+    answers = [TextChoice(index=i, text=o.text, finish_reason=s.last.finish_reason,
+                          logprobs=texts.completion(o.logprobs) if texts else None)
+               for i, (o, s) in enumerate(zip(outputs, choices, strict=True))]
     response = CompletionResponse(id=rid, created=created, model=req.model, choices=answers, usage=usage,
                                   metrics=rm)
     return JSONResponse(response.model_dump())

@@ -6,12 +6,14 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import AsyncIterator
+from dataclasses import dataclass, field
 from typing import Any, Protocol
 
 from fastapi import Request
 from fastapi.responses import StreamingResponse
 
 from deltaserve.engine.async_engine import RequestStream
+from deltaserve.engine.outputs import TokenLogprob
 from deltaserve.engine.server.choices import Choices
 from deltaserve.engine.server.chunks import DONE
 from deltaserve.engine.server.errors import engine_failure, error_event, to_api_error
@@ -64,15 +66,24 @@ async def merged(choices: Choices) -> AsyncIterator[tuple[int, Any]]:
             task.cancel()
 
 
-async def _append_texts(choices: Choices, texts: list[str]) -> None:
+@dataclass
+class ChoiceOutput:
+    """One choice's whole output: its text and, when the request asked for them, its tokens' logprobs."""
+
+    text: str = ""
+    logprobs: list[TokenLogprob] = field(default_factory=list)
+
+
+async def _append_outputs(choices: Choices, outputs: list[ChoiceOutput]) -> None:
     async for index, out in merged(choices):
-        texts[index] += out.new_text or ""
+        outputs[index].text += out.new_text or ""
+        outputs[index].logprobs += out.new_logprobs or ()
 
 
-async def _collect(request: Request, choices: Choices) -> list[str]:
+async def _collect(request: Request, choices: Choices) -> list[ChoiceOutput]:
     """Run all choices to the end; aborts them if the client goes away."""
-    texts = [""] * len(choices)
-    task = asyncio.create_task(_append_texts(choices, texts))
+    outputs = [ChoiceOutput() for _ in range(len(choices))]
+    task = asyncio.create_task(_append_outputs(choices, outputs))
     try:
         while not task.done():
             await asyncio.wait({task}, timeout=DISCONNECT_POLL_S)
@@ -82,18 +93,18 @@ async def _collect(request: Request, choices: Choices) -> list[str]:
         task.result()
     finally:
         choices.abort()
-    return texts
+    return outputs
 
 
-async def run_to_end(request: Request, choices: Choices, metrics: ServerMetrics) -> list[str]:
-    """Non-streaming: every choice's full text, or the engine's failure raised as an error."""
+async def run_to_end(request: Request, choices: Choices, metrics: ServerMetrics) -> list[ChoiceOutput]:
+    """Non-streaming: every choice's whole output, or the engine's failure raised as an error."""
     try:
-        texts = await _collect(request, choices)
+        outputs = await _collect(request, choices)
     finally:
         choices.record(metrics)
     if (err := choices.failure()) is not None:
         raise err
-    return texts
+    return outputs
 
 
 async def _events(choices: Choices, chunks: ChunkWriter, metrics: ServerMetrics) -> AsyncIterator[str]:

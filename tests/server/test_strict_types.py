@@ -32,6 +32,11 @@ COERCED = [
     ("bool_in_token_id_batch", TEXT, {**PROMPT, "prompt": [[1, 2], [True]]}, "prompt"),
     ("fractional_token_ids", TEXT, {**PROMPT, "prompt": [1.5, 2.0]}, "prompt"),
     ("negative_token_id", TEXT, {**PROMPT, "prompt": [3, -1]}, "prompt"),
+    ("chat_logprobs_string", CHAT, {**GOOD, "logprobs": "yes"}, "logprobs"),
+    ("chat_logprobs_number", CHAT, {**GOOD, "logprobs": 1}, "logprobs"),
+    ("completion_logprobs_bool", TEXT, {**PROMPT, "prompt": "hi", "logprobs": True}, "logprobs"),
+    ("top_logprobs_float", CHAT, {**GOOD, "logprobs": True, "top_logprobs": 2.5}, "top_logprobs"),
+    ("penalty_string", CHAT, {**GOOD, "frequency_penalty": "1"}, "frequency_penalty"),
 ]
 
 
@@ -61,6 +66,11 @@ def test_the_right_types_still_pass(http):
     r = http.post(TEXT, json={**PROMPT, "prompt": [1.0, 2.0], "max_tokens": 2.0, "ignore_eos": True})
     assert r.status_code == 200 and r.json()["usage"] == {**r.json()["usage"], "prompt_tokens": 2,
                                                           "completion_tokens": 2}
+    r = http.post(TEXT, json={**PROMPT, "prompt": "hi", "logprobs": 2.0, "frequency_penalty": 1,
+                              "presence_penalty": -2})
+    assert r.status_code == 200 and len(r.json()["choices"][0]["logprobs"]["tokens"]) == 2
+    r = http.post(CHAT, json={**GOOD, "logprobs": True, "top_logprobs": 0.0})
+    assert r.status_code == 200 and len(r.json()["choices"][0]["logprobs"]["content"]) == 3
 
 
 def test_openai_client_gets_a_bad_request_error(openai_client):
