@@ -87,7 +87,7 @@ class Engine:
                                 self.quant, config.quant_group_size, config.quant_lm_head)
         loaded.weights = {}  # the model holds its own (fused, cast) copies
         m = self.model
-        per_block = bytes_per_block(m.num_layers, config.block_size, m.num_kv_heads, m.head_dim, self.dtype)
+        per_block = bytes_per_block(m.num_layers, config.block_size, m.num_kv_heads, m.head_dim, m.kv_dtype)
         num_blocks = config.num_blocks
         if num_blocks is None:  # a memory budget, but no more than max_num_seqs full-length sequences need
             useful = config.max_num_seqs * -(-max_positions // config.block_size)
@@ -95,7 +95,7 @@ class Engine:
             num_blocks = min(useful, budget)
         self.max_model_len = min(max_positions, num_blocks * config.block_size)
         self.kv = KVCache(m.num_layers, num_blocks, config.block_size, m.num_kv_heads, m.head_dim,
-                          self.dtype, self.device)
+                          m.kv_dtype, self.device)
         self.runner = ModelRunner(m, self.kv, config.block_size, config.attention, config.decode_graphs,
                                   config.max_num_seqs)
         use_disk = config.kv_cache_dir and config.enable_prefix_caching
@@ -116,7 +116,8 @@ class Engine:
         c = self.config
         # KV computed with quantized weights is not another model's KV; the device too ("auto" resolves by it)
         quant = f"{self.quant}:{c.quant_group_size}:{c.quant_lm_head}:{self.device.type}"
-        fingerprint = model_fingerprint(loaded.source_dir, loaded.hf_config, self.dtype, c.block_size, quant)
+        kv_dtype = self.model.kv_dtype
+        fingerprint = model_fingerprint(loaded.source_dir, loaded.hf_config, kv_dtype, c.block_size, quant)
         return DiskKVStore(c.kv_cache_dir, fingerprint, int(c.kv_cache_max_gb * 2**30))
 
     @classmethod

@@ -32,6 +32,14 @@ from deltaserve.engine.quant import (
 from deltaserve.engine.weight_cache import ConvertedWeights, Scoped, converted_weights
 
 SUPPORTED_ARCHS = ("llama", "mistral", "qwen2", "qwen3")
+# Float32 K/V (where the linears' outputs are float32: w8a8 on CPU) up to this head_dim: CPU SDPA over a bf16
+# cache took 1.35x the time of a float32 one for SmolLM2-135M's 64-dim heads at 2,000 keys, 1.08x for the
+# 1.5B model's 128-dim ones (1 thread, 2-core EPYC), where float32 would double the KV memory for ~nothing
+FP32_KV_MAX_HEAD_DIM = 64
+# A longer pass (a prefill chunk) runs its MLP this many rows at a time, so its intermediates stay small: the
+# 1.5B model's gate/up output in float32 is 147 MB at 2,048 rows, 37 MB at 512 (peak memory of a 2,000-token
+# prefill; the quantized kernels run 256 rows at a time anyway)
+MLP_CHUNK_ROWS = 512
 
 def hf_arch(hf_config) -> str:
     arch = getattr(hf_config, "model_type", None)
@@ -94,6 +102,12 @@ def rms_norm(x: torch.Tensor, weight: torch.Tensor | None, eps: float,
         if weight is not None:
             y.mul_(weight)
     return y if dtype is None or dtype == y.dtype else y.to(dtype)
+
+
+def mlp(layer: Layer, h: torch.Tensor) -> torch.Tensor:
+    """SwiGLU: down(silu(gate) * up), gate and up from one fused matmul."""
+    gate, up = layer.gu(h).chunk(2, dim=-1)
+    return layer.down(F.silu(gate).mul_(up))
 
 
 class RowPadded:
@@ -160,6 +174,10 @@ class LlamaModel:
         self.layer_dtype = linear_input_dtype(self.linears()[:-1], dtype)
         self.head_dtype = linear_input_dtype([self.lm_head], dtype)
         self._norms_to(self.act_dtype, self.layer_dtype)
+        # the KV cache: float32 where the layers hand attention float32 anyway and bf16 attention is slow
+        # (FP32_KV_MAX_HEAD_DIM), else `dtype`
+        small_heads = self.head_dim <= FP32_KV_MAX_HEAD_DIM and self.device.type == "cpu"
+        self.kv_dtype = torch.float32 if self.layer_dtype == torch.float32 and small_heads else dtype
         self.cos, self.sin = rope_tables(c, self.head_dim, max_positions, self.layer_dtype, self.device)
         self.max_positions = max_positions
 
@@ -240,7 +258,7 @@ class LlamaModel:
         lin_dtype = self.layer_dtype
         for i, layer in enumerate(self.layers):
             h = rms_norm(x, layer.in_norm, self.eps, lin_dtype)
-            qk, v = layer.qkv(h).split(qkv_widths, dim=1)
+            qk, v = layer.qkv(h).split_with_sizes(qkv_widths, 1)
             qk = qk.view(total, nh + nkv, hd)
             if layer.qk_norm is not None:
                 qk = rms_norm(qk, None, self.eps) * layer.qk_norm
@@ -249,7 +267,7 @@ class LlamaModel:
             k_cache, v_cache = kv.k_layers[i], kv.v_layers[i]
             if qk.dtype != k_cache.dtype:  # float32 linear outputs: KV and attention in the cache's dtype
                 qk, v = qk.to(k_cache.dtype), v.to(k_cache.dtype)
-            q, k = qk.split(heads, dim=1)
+            q, k = qk.split_with_sizes(heads, 1)
             k_cache.index_copy_(1, batch.slots, k.transpose(0, 1))
             v_cache.index_copy_(1, batch.slots, v.transpose(0, 1))
             attn = batch.attention.attend(q, k, v, k_cache, v_cache)
@@ -257,8 +275,11 @@ class LlamaModel:
                 attn = attn.to(lin_dtype)
             x.add_(layer.o(attn))  # x is this pass's own tensor: residual adds in place, no allocation
             h = rms_norm(x, layer.post_norm, self.eps, lin_dtype)
-            gate, up = layer.gu(h).chunk(2, dim=-1)
-            x.add_(layer.down(F.silu(gate).mul_(up)))
+            if total <= MLP_CHUNK_ROWS:
+                x.add_(mlp(layer, h))
+            else:
+                for r in range(0, total, MLP_CHUNK_ROWS):
+                    x[r:r + MLP_CHUNK_ROWS].add_(mlp(layer, h[r:r + MLP_CHUNK_ROWS]))
         x = x.index_select(0, batch.logits_index)
         x = rms_norm(x, self.final_norm, self.eps, self.head_dtype)
         return self.lm_head(x).float()

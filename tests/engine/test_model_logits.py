@@ -163,3 +163,13 @@ def test_rms_norm_is_torch_rms_norm_bit_for_bit(shape):
         assert torch.equal(rms_norm(x, None, 1e-6), F.rms_norm(x, shape[-1:], None, 1e-6))
         xb, wb = x.bfloat16(), w.bfloat16()  # other dtypes: torch's own
         assert torch.equal(rms_norm(xb, wb, 1e-5), F.rms_norm(xb, shape[-1:], wb, 1e-5))
+
+
+def test_a_long_pass_runs_its_mlp_in_row_chunks_and_still_matches_hf(tiny_model_dirs, monkeypatch):
+    """A pass longer than MLP_CHUNK_ROWS runs the MLP a chunk of rows at a time (bounded intermediates):
+    every row, the last partial chunk's too, as HF computes it."""
+    monkeypatch.setattr("deltaserve.engine.model.MLP_CHUNK_ROWS", 16)
+    ours, hf, kv = build(tiny_model_dirs["qwen2"])
+    ids = torch.randint(0, 49152, (70,), generator=torch.Generator().manual_seed(4)).tolist()
+    got = run(ours, kv, [Span(ids, 0, [5, 3, 9, 1, 7], list(range(70)))])
+    torch.testing.assert_close(got, reference(hf, ids), atol=ATOL, rtol=1e-4)

@@ -14,6 +14,7 @@ from transformers import AutoModelForCausalLM
 
 from deltaserve.engine import Engine, EngineConfig, EngineError, SamplingParams
 from deltaserve.engine.linear import DenseLinear
+from deltaserve.engine.model import FP32_KV_MAX_HEAD_DIM
 from deltaserve.engine.quant import (
     QuantizedLinear,
     default_dtype,
@@ -355,8 +356,8 @@ def test_packed_weight_calls_change_nothing_but_the_overhead(rows):
 @pytest.mark.parametrize("quant", ["w8a8", "int4", "none"])
 def test_quantized_cpu_models_keep_the_residual_stream_in_float32(tiny_model_dirs, quant):
     """Quantized on CPU, the residual stream and its norms are float32 and each linear gets its kernel's input
-    dtype (fbgemm's float32, the int4 kernel's bf16); the KV cache stays bf16; unquantized bf16 stays bf16
-    (HF's numerics). Greedy decode over the bf16 cache runs."""
+    dtype (fbgemm's float32, the int4 kernel's bf16); the KV cache is float32 where the linears hand attention
+    float32 and the heads are small (w8a8 here), else bf16; unquantized bf16 stays bf16 (HF's numerics)."""
     if quant == "w8a8" and not dynamic_int8_works():
         pytest.skip("fbgemm does not run here")
     eng = Engine.from_pretrained(str(tiny_model_dirs["qwen2"]), dtype="bfloat16", quant=quant, num_blocks=16,
@@ -366,6 +367,7 @@ def test_quantized_cpu_models_keep_the_residual_stream_in_float32(tiny_model_dir
                                             "int4": (torch.float32, torch.bfloat16),
                                             "none": (torch.bfloat16, torch.bfloat16)}[quant]
     assert m.layers[0].in_norm.dtype == m.final_norm.dtype == m.act_dtype
-    assert eng.kv.k_blocks.dtype == torch.bfloat16
+    assert m.head_dim <= FP32_KV_MAX_HEAD_DIM
+    assert eng.kv.k_blocks.dtype == m.kv_dtype == (torch.float32 if quant == "w8a8" else torch.bfloat16)
     out = eng.generate(list(range(5, 30)), SamplingParams(max_tokens=6, ignore_eos=True))[0]
     assert len(out.token_ids) == 6
