@@ -19,6 +19,7 @@ _EXPORTS = {
     "RequestMetrics": "outputs",
     "RequestOutput": "outputs",
     "SamplingParams": "sampler",
+    "TokenLogprob": "outputs",
 }
 __all__ = list(_EXPORTS)
 

@@ -114,7 +114,6 @@ class SamplingBatch:
             self.max_top_k = max(top_k)
             self.top_k = _to_device(torch.tensor(top_k, dtype=torch.long), device)
 
-
     def unpack(self, host: list) -> Sampled:
         """The step's tokens (and logprobs) from what sample_rows brought back to the host."""
         if self.logprobs is None:

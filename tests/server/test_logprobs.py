@@ -4,10 +4,17 @@ text_offset), streamed and not, each token's entry consistent with the output it
 
 from __future__ import annotations
 
+import json
+from types import SimpleNamespace
+
 import openai
 import pytest
 
+from deltaserve.engine import TokenLogprob
+from deltaserve.engine.server.chat_reply import ChatReply
+from deltaserve.engine.server.chunks import ChatChunks
 from deltaserve.engine.server.logprobs import TokenTexts
+from deltaserve.engine.server.tool_use import ToolPlan
 from tests.server.conftest import TINY
 
 MESSAGES = [{"role": "user", "content": "count: one two three"}]
@@ -117,3 +124,15 @@ def test_token_bytes_are_exact_where_a_token_holds_part_of_a_character(server):
     ids = tokenizer.encode(text, add_special_tokens=False)
     assert any("\ufffd" in texts[i][0] for i in ids)  # some tokens are parts of a character...
     assert b"".join(bytes(texts[i][1]) for i in ids) == text.encode()  # ...and their bytes add up
+
+
+def test_a_chunk_carries_the_logprobs_of_tokens_whose_text_was_held_back(server):
+    texts = TokenTexts(server.app.state.async_engine.engine.tokenizer)
+    chunks = ChatChunks("chatcmpl-x", 0, TINY, False, [ChatReply(ToolPlan())], texts)
+    entry = lambda t: TokenLogprob(token_id=t, logprob=-1.0, top=[])  # noqa: E731
+    held = SimpleNamespace(new_text="", new_logprobs=[entry(5)], finished=False, finish_reason=None)
+    assert chunks.for_output(0, held) == []
+    last = SimpleNamespace(new_text="ab", new_logprobs=[entry(6)], finished=True, finish_reason="stop")
+    events = [json.loads(e.removeprefix("data: ")) for e in chunks.for_output(0, last)]
+    sent = [c["choices"][0].get("logprobs") for c in events]
+    assert [e["token"] for e in sent[0]["content"]] == [texts[5][0], texts[6][0]] and sent[1:] == [None]
