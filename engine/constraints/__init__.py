@@ -1,10 +1,14 @@
 """Per-request decoding constraints: which tokens a request may emit next, as a bitmask the batched sampler
 applies to its logits row (engine/sampler.py), advanced by every token the request emits.
 
-  spec.py     what a request asks for (a JSON schema, a regex, a Lark grammar): plain data on SamplingParams
-  base.py     TokenConstraint, the protocol the engine drives (fill a mask, accept, roll back, forced tokens)
-  grammar.py  grammars compiled by llguidance (the library vLLM, SGLang and llama.cpp use) into matchers
-  masks.py    bitmask rows on the host, filled per wanted logits row (drafts included), unpacked on the device
+  spec.py            what a request asks for (a JSON schema, a regex, a Lark grammar, or SEARCH/REPLACE edits
+                     of given files): plain data on SamplingParams
+  base.py            TokenConstraint, the protocol the engine drives (mask, accept, roll back, forced tokens)
+  grammar.py         the compiler: grammars through llguidance (behind vLLM's, SGLang's and llama.cpp's
+                     structured output) into matchers; edit constraints into our own automata
+  search_replace.py  our automaton: SEARCH/REPLACE blocks whose SEARCH text is a run of the file's lines
+  token_table.py     every token's bytes, indexed for the automaton's masks
+  masks.py           bitmask rows on the host, one per wanted logits row (drafts included), unpacked on device
 """
 
 from deltaserve.engine.constraints.base import TokenConstraint

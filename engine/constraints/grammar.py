@@ -13,7 +13,9 @@ from typing import Any
 
 import torch
 
+from deltaserve.engine.constraints.search_replace import SearchReplaceConstraint
 from deltaserve.engine.constraints.spec import GrammarSpec
+from deltaserve.engine.constraints.token_table import TokenTable
 from deltaserve.errors import InvalidRequestError
 
 # JSON without free whitespace: a small model left free to emit whitespace may emit newlines until
@@ -37,6 +39,7 @@ class GrammarCompiler:
     def __init__(self, tokenizer: Any, vocab_size: int, eos_token_ids: list[int]):
         self.tokenizer, self.vocab_size, self.eos_token_ids = tokenizer, vocab_size, sorted(eos_token_ids)
         self._ll_tokenizer = None
+        self._token_table: TokenTable | None = None
         self._lock = threading.Lock()
 
     def ll_tokenizer(self):
@@ -46,6 +49,23 @@ class GrammarCompiler:
                 self._ll_tokenizer = llg.hf.from_tokenizer(self.tokenizer, n_vocab=self.vocab_size,
                                                            eos_token=self.eos_token_ids or None)
             return self._ll_tokenizer
+
+    def token_table(self) -> TokenTable:
+        tokenizer = self.ll_tokenizer()
+        with self._lock:
+            if self._token_table is None:
+                table = TokenTable.from_ll_tokenizer(tokenizer, self.vocab_size, self.eos_token_ids)
+                self._token_table = table
+            return self._token_table
+
+    def _edit_files(self, spec: GrammarSpec) -> dict[str, str]:
+        files = spec.source.get("files") if isinstance(spec.source, dict) else None
+        if not isinstance(files, dict) or not files or not all(
+                isinstance(k, str) and k and isinstance(v, str) for k, v in files.items()):
+            raise InvalidRequestError('a search_replace constraint takes {"files": {path: text, ...}}')
+        if not any(text.strip() for text in files.values()):
+            raise InvalidRequestError("a search_replace constraint needs a file with content to edit")
+        return files
 
     def grammar(self, spec: GrammarSpec) -> str:
         """llguidance's grammar text for the spec; InvalidRequestError naming what is wrong with it."""
@@ -68,9 +88,16 @@ class GrammarCompiler:
 
     def check(self, spec: GrammarSpec) -> None:
         """Raise InvalidRequestError unless the spec compiles (the tokenizer view is built on this thread)."""
-        self.grammar(spec)
+        if spec.kind == "search_replace":
+            self._edit_files(spec)
+            self.token_table()
+        else:
+            self.grammar(spec)
 
-    def compile(self, spec: GrammarSpec) -> GrammarConstraint:
+    def compile(self, spec: GrammarSpec) -> GrammarConstraint | SearchReplaceConstraint:
+        if spec.kind == "search_replace":
+            tokenize = self.ll_tokenizer().tokenize_bytes
+            return SearchReplaceConstraint(self._edit_files(spec), self.token_table(), tokenize)
         llg = _llguidance()
         matcher = llg.LLMatcher(self.ll_tokenizer(), self.grammar(spec), log_level=0)
         if matcher.is_error():

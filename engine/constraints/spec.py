@@ -13,16 +13,21 @@ ANY_OBJECT: dict[str, Any] = {"type": "object"}
 
 class GrammarSpec(BaseModel):
     """The output matches a JSON schema (a dict), a regular expression or a Lark grammar (llguidance's
-    dialect) from its first token."""
+    dialect) from its first token; or it is SEARCH/REPLACE blocks that apply to the given files (source:
+    {"files": {path: text}}; engine/constraints/search_replace.py)."""
 
     model_config = ConfigDict(extra="forbid", frozen=True)
 
-    kind: Literal["json_schema", "regex", "lark"]
+    kind: Literal["json_schema", "regex", "lark", "search_replace"]
     source: str | dict[str, Any]
 
     @classmethod
     def json_object(cls) -> GrammarSpec:
         return cls(kind="json_schema", source=ANY_OBJECT)
+
+    @classmethod
+    def search_replace(cls, files: dict[str, str]) -> GrammarSpec:
+        return cls(kind="search_replace", source={"files": dict(files)})
 
     def key(self) -> str:
         """A stable text of the spec (compiled grammars are cached by it)."""

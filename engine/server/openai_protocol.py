@@ -9,9 +9,8 @@ shapes in logprobs.py); `response_format` json_object and json_schema by constra
 integer, as in JSON Schema). Tools: function tools, `tool_choice` (none, auto, required, a named function),
 `parallel_tool_calls`; history messages may carry `tool_calls` (assistant) and `tool_call_id` (tool).
 Extensions over OpenAI: `top_k`, `ignore_eos`, `cache_salt`, `speculative` (the draft method: "ngram",
-"suffix" or "off"; absent: the server's) and `structured_outputs` (vLLM's: json, regex, grammar, choice) on
-requests; a `metrics` object on responses (with draft counts
-by drafter).
+"suffix" or "off"; absent: the server's) and `structured_outputs` (vLLM's: json, regex, grammar, choice;
+ours: edits) on requests; a `metrics` object on responses (with draft counts by drafter).
 """
 
 from __future__ import annotations
@@ -205,21 +204,32 @@ class ResponseFormat(BaseModel):
         return self
 
 
+class EditsConstraint(BaseModel):
+    """Our extension to structured_outputs: the reply is edits that apply to these files (path -> text).
+    search_replace: SEARCH/REPLACE blocks, each naming one of the files and quoting a run of its whole
+    lines; the new code is free."""
+
+    model_config = REQUEST
+    format: Literal["search_replace"]
+    files: Annotated[dict[str, str], Field(min_length=1)]
+
+
 class StructuredOutputs(BaseModel):
     """Extension (vLLM's `structured_outputs`): exactly one of a JSON schema, a regex, a Lark grammar
-    (llguidance's dialect) or a list of choices; the output is decoded to match it."""
+    (llguidance's dialect) or a list of choices, or (ours) `edits`; the output is decoded to match it."""
 
     model_config = REQUEST
     json_: dict[str, Any] | None = Field(default=None, alias="json")
     regex: Text | None = None
     grammar: Text | None = None
     choice: Annotated[list[Text], Field(min_length=1)] | None = None
+    edits: EditsConstraint | None = None
 
     @model_validator(mode="after")
     def _exactly_one(self) -> StructuredOutputs:
-        given = [n for n in ("json_", "regex", "grammar", "choice") if getattr(self, n) is not None]
+        given = [n for n in ("json_", "regex", "grammar", "choice", "edits") if getattr(self, n) is not None]
         if len(given) != 1:
-            raise ValueError("structured_outputs takes exactly one of json, regex, grammar, choice")
+            raise ValueError("structured_outputs takes exactly one of json, regex, grammar, choice, edits")
         return self
 
 

@@ -35,4 +35,6 @@ def grammar_spec(req: SamplingRequest) -> GrammarSpec | None:
         return GrammarSpec(kind="regex", source=outputs.regex)
     if outputs.grammar is not None:
         return GrammarSpec(kind="lark", source=outputs.grammar)
+    if outputs.edits is not None:
+        return GrammarSpec.search_replace(outputs.edits.files)
     return GrammarSpec(kind="regex", source="|".join(map(re.escape, outputs.choice)))

@@ -94,3 +94,18 @@ def test_the_sdk_sees_a_bad_schema_as_bad_request(openai_client):
         openai_client.chat.completions.create(
             model=TINY, messages=MESSAGES, max_tokens=4,
             response_format={"type": "json_schema", "json_schema": {"name": "x", "schema": {"type": 7}}})
+
+
+def test_edits_extension_gives_search_replace_blocks_that_apply(openai_client):
+    files = {"calc.py": "def add(a, b):\n    return a - b\n", "notes.txt": "one\ntwo\n"}
+    for seed in range(3):
+        reply = openai_client.chat.completions.create(
+            model=TINY, messages=[{"role": "user", "content": "Fix add."}], max_tokens=96, seed=seed,
+            temperature=1.0, extra_body={"structured_outputs": {"edits": {"format": "search_replace",
+                                                                         "files": files}}})
+        text = reply.choices[0].message.content
+        path, rest = text.split("\n", 1)
+        assert path in files and rest.startswith("```\n<<<<<<< SEARCH\n")
+        search = rest.split("<<<<<<< SEARCH\n", 1)[1].split("=======\n", 1)[0]
+        if "=======\n" in rest:  # the SEARCH part is done: a run of the file's own lines
+            assert search and search in files[path]

@@ -1,0 +1,317 @@
+"""SearchReplaceConstraint: a reply of SEARCH/REPLACE blocks whose SEARCH parts are runs of whole lines of
+the files they name, so every block the model decodes applies (issue 45: an edit valid by construction).
+
+The reply, byte for byte (the shape the search_replace format asks for):
+
+    reply := block+ EOS
+    block := PATH "\\n```\\n<<<<<<< SEARCH\\n" LINES "=======\\n" TEXT ">>>>>>> REPLACE\\n```" ["\\n" ["\\n"]]
+
+PATH is one of the files in play, LINES one or more consecutive whole lines of that file, TEXT free lines
+(the new code) until the terminator line. A grammar library cannot say "a run of lines of this file" short
+of listing every run, so this is our own automaton: a set of threads advanced byte by byte (a SEARCH part is
+one thread holding every file offset it still matches), and a mask built from what each thread can emit
+next: a known continuation (looked up by prefixes in the TokenTable) or free text (every ordinary token).
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable, Iterable
+
+import numpy as np
+import torch
+
+from deltaserve.engine.constraints.token_table import TokenTable
+
+OPEN = b"\n```\n<<<<<<< SEARCH\n"
+DIVIDER = b"=======\n"
+TERMINATOR = b">>>>>>> REPLACE"
+FENCE = b"```"
+# A line the edit parser (tools/search_replace.py) reads as a marker however loosely written, or a fence: in
+# new code it would end or break the block, so a REPLACE part never holds one (the terminator aside). A line
+# that begins like one is refused as soon as it does (a model would go on writing it, never to end it).
+MARKER_HEAD = re.compile(rb"\s*(?:[<=>]{5}|```)")
+MARKER_WORD = re.compile(rb"\s*(?:SEARCH|REPLACE|ORIGINAL|UPDATED):?\s*$")
+MARKER_WORDS = (b"SEARCH", b"REPLACE", b"ORIGINAL", b"UPDATED")
+
+
+def is_marker(line: bytes) -> bool:
+    """A whole line the parser would read as a marker (or a fence)."""
+    return MARKER_HEAD.match(line) is not None or MARKER_WORD.match(line) is not None
+
+
+def dead_line(line: bytes, complete: bool) -> bool:
+    """Whether a REPLACE part can hold this line (`complete`: its newline came); the terminator line is
+    the part's end, not a dead line."""
+    if complete:
+        return line != TERMINATOR and is_marker(line)
+    return MARKER_HEAD.match(line) is not None and not TERMINATOR.startswith(line)
+
+
+def may_become_marker(line: bytes) -> bool:
+    """Whether some ending of this line start makes a marker line (cheap, errs towards yes)."""
+    head = line.lstrip()
+    if not head or head[:1] in b"<=>`":
+        return True
+    return any(w.startswith(head) or head.startswith(w) for w in MARKER_WORDS)
+
+
+class Lit:
+    """Fixed text still to emit, then the threads `then` makes."""
+
+    __slots__ = ("data", "pos", "then")
+
+    def __init__(self, data: bytes, then: Callable[[], tuple], pos: int = 0):
+        self.data, self.then, self.pos = data, then, pos
+
+    def feed(self, byte: int) -> list:
+        return [Lit(self.data, self.then, self.pos + 1)] if self.data[self.pos] == byte else []
+
+    def expand(self) -> Iterable:
+        if self.pos < len(self.data):
+            yield self
+        else:
+            yield from expand(self.then())
+
+
+class Search:
+    """Inside a SEARCH part: the text so far is file[o - consumed : o] for every o in offsets, each run
+    starting at a line start; at a line end (after `lines` whole lines) the divider may follow."""
+
+    __slots__ = ("file", "offsets", "lines", "after")
+
+    def __init__(self, file: bytes, offsets: tuple[int, ...], after: Callable[[int], tuple], lines: int = 0):
+        self.file, self.offsets, self.after, self.lines = file, offsets, after, lines
+
+    def feed(self, byte: int) -> list:
+        f = self.file
+        kept = tuple(o + 1 for o in self.offsets if o < len(f) and f[o] == byte)
+        return [Search(f, kept, self.after, self.lines + (byte == 10))] if kept else []
+
+    def expand(self) -> Iterable:
+        yield self
+        if self.lines and self.file[self.offsets[0] - 1] == 10:
+            yield Lit(DIVIDER, lambda: self.after(self.lines))
+
+
+class Replace:
+    """Free lines until the terminator line, no other marker line on the way, and no more than `room`
+    lines: then the terminator comes (a model that loops in its new code is stopped with an edit that
+    applies). `line`: the current line."""
+
+    __slots__ = ("line", "room", "after")
+
+    def __init__(self, after: Callable[[], tuple], room: int, line: bytes = b""):
+        self.line, self.room, self.after = line, room, after
+
+    def feed(self, byte: int) -> list:
+        if byte == 10:
+            if self.line == TERMINATOR:
+                return [Lit(FENCE, self.after)]
+            if dead_line(self.line, True):
+                return []
+            if self.room <= 1:
+                return [Lit(TERMINATOR + b"\n" + FENCE, self.after)]
+            return [Replace(self.after, self.room - 1)]
+        line = self.line + bytes((byte,))
+        return [] if dead_line(line, False) else [Replace(self.after, self.room, line)]
+
+    def expand(self) -> Iterable:
+        yield self
+
+
+class End:
+    """The reply may end here (an EOS token)."""
+
+    __slots__ = ()
+
+    def feed(self, byte: int) -> list:
+        return []
+
+    def expand(self) -> Iterable:
+        yield self
+
+
+def replace_room(search_lines: int) -> int:
+    """The most lines a REPLACE part may hold: generous for any real edit of that many lines."""
+    return 4 * search_lines + 60
+
+
+def expand(threads: Iterable) -> tuple:
+    return tuple(t for thread in threads for t in thread.expand())
+
+
+class SearchReplaceConstraint:
+    """A TokenConstraint over SEARCH/REPLACE replies to `files` ({path: text})."""
+
+    def __init__(self, files: dict[str, str], table: TokenTable, tokenize: Callable[[bytes], list[int]]):
+        self.table, self.tokenize = table, tokenize
+        self.files = {}
+        for path, text in files.items():
+            data = text.encode()
+            if data and not data.endswith(b"\n"):
+                data += b"\n"  # the last line is a whole line too
+            if data.strip():
+                self.files[path.encode()] = data
+        if not self.files:
+            raise ValueError("no file with content to edit")
+        self.line_starts = {p: (0, *(i + 1 for i, b in enumerate(f[:-1]) if b == 10))
+                            for p, f in self.files.items()}
+        self.threads: tuple = expand(self._blocks())
+        self.history: list[tuple] = []
+        self.finished = False
+        self._error: str | None = None
+        self._starting: dict[bytes, set[int]] = {}
+        self._breaking: dict[bytes | None, set[int]] = {}
+        self._marker_chars = [(d, ids) for d, ids in table.by_bytes.items() if not d.strip(b" \t<=>`")]
+
+    # the reply's structure
+
+    def _blocks(self) -> tuple:
+        return tuple(Lit(path + OPEN, self._search(path)) for path in self.files)
+
+    def _search(self, path: bytes) -> Callable[[], tuple]:
+        return lambda: (Search(self.files[path], self.line_starts[path], self._replace),)
+
+    def _replace(self, search_lines: int) -> tuple:
+        return (Replace(self._after_block, replace_room(search_lines)),)
+
+    def _after_block(self) -> tuple:
+        blank = lambda: (End(), *self._blocks())  # noqa: E731
+        return (End(), Lit(b"\n", lambda: (*blank(), Lit(b"\n", blank))))
+
+    # TokenConstraint
+
+    def accept(self, token: int) -> bool:
+        if self._error is not None:
+            return False
+        if token in self.table.eos_token_ids:
+            if not any(isinstance(t, End) for t in self.threads):
+                self._error = "the reply cannot end before its block is closed"
+                return False
+            self.history.append(self.threads)
+            self.finished = True
+            return True
+        threads = self._fed(self.threads, self.table.token_bytes[token])
+        if not threads:
+            self._error = f"token {self.table.token_bytes[token]!r} leaves no way to a block that applies"
+            return False
+        self.history.append(self.threads)
+        self.threads = threads
+        return True
+
+    @staticmethod
+    def _fed(threads: tuple, data: bytes) -> tuple:
+        for byte in data:
+            threads = expand(n for t in threads for n in t.feed(byte))
+            if not threads:
+                break
+        return threads
+
+    def rollback(self, num_tokens: int) -> None:
+        for _ in range(num_tokens):
+            self.threads = self.history.pop()
+            self.finished = False
+
+    def valid_prefix(self, tokens: list[int]) -> int:
+        threads = self.threads
+        for n, token in enumerate(tokens):
+            if token in self.table.eos_token_ids or self.finished:
+                return n
+            threads = self._fed(threads, self.table.token_bytes[token])
+            if not threads:
+                return n
+        return len(tokens)
+
+    def forced_tokens(self) -> list[int]:
+        if len(self.threads) != 1 or not isinstance(self.threads[0], Lit):
+            return []
+        lit = self.threads[0]
+        tokens = self.tokenize(lit.data[lit.pos:])
+        return tokens[:-1]  # the last may merge with what follows
+
+    def fill_mask(self, row: torch.Tensor) -> None:
+        allowed: set[int] = set()
+        free = False
+        blocked: set[int] = set()
+        budget = self.table.max_token_bytes
+        for thread in self.threads:
+            if isinstance(thread, Replace):
+                free = True
+                blocked |= self._lines_breaking(thread.line)
+                if TERMINATOR.startswith(thread.line):  # the terminator line: only where it leads
+                    rest = TERMINATOR[len(thread.line):] + b"\n" + FENCE + b"\n\n"
+                    allowed |= self.table.prefixes_of(rest)
+            elif isinstance(thread, End):
+                allowed.update(self.table.eos_token_ids)
+            else:
+                for text, open_end in _continuations(thread, budget):
+                    allowed |= self.table.prefixes_of(text)
+                    if open_end:  # free text follows: any token that starts with the text
+                        allowed |= self._starting_with(text)
+        words = self.table.free_row.copy() if free else np.zeros_like(self.table.free_row)
+        if blocked:
+            words &= ~self.table.row(blocked)
+        if allowed:
+            words |= self.table.row(allowed)
+        row.copy_(torch.from_numpy(words))
+
+    def _starting_with(self, head: bytes) -> set[int]:
+        if head not in self._starting:
+            self._starting[head] = self.table.starting_with(head)
+        return self._starting[head]
+
+    def _lines_breaking(self, line: bytes) -> set[int]:
+        """Tokens that, written after `line` in a REPLACE part, make a dead line or complete the terminator
+        line (whose continuations are allowed on their own). Lines that cannot become a marker share one
+        set: the tokens that do so after a newline of their own."""
+        key = line if may_become_marker(line) else None
+        if key not in self._breaking:
+            start = line if key is not None else b"x"
+            # without a newline, only a token of marker characters can make this line a marker's start
+            candidates = self.table.with_newline + (self._marker_chars if key is not None else [])
+            self._breaking[key] = {t for data, ids in candidates if _breaks(start + data) for t in ids}
+        return self._breaking[key]
+
+    @property
+    def done(self) -> bool:
+        return self.finished
+
+    @property
+    def error(self) -> str | None:
+        return self._error
+
+
+def _breaks(text: bytes) -> bool:
+    """Whether REPLACE text ending in `text` (from a line start) holds a dead line or the terminator line
+    (whose continuations are allowed on their own)."""
+    *complete, last = text.split(b"\n")
+    return any(line == TERMINATOR or dead_line(line, True) for line in complete) or dead_line(last, False)
+
+
+def _continuations(thread, budget: int) -> Iterable[tuple[bytes, bool]]:
+    """(text, open_end) pairs: byte strings of up to `budget` bytes the thread may emit next; open_end when
+    free text may follow the text at once (a token may run past it)."""
+    if isinstance(thread, Lit):
+        rest = thread.data[thread.pos:]
+        if len(rest) >= budget:
+            yield rest[:budget], False
+            return
+        yield rest, False
+        for nxt in expand(thread.then()):
+            if isinstance(nxt, Replace):
+                yield rest, True
+            elif not isinstance(nxt, End):
+                for text, open_end in _continuations(nxt, budget - len(rest)):
+                    yield rest + text, open_end
+    elif isinstance(thread, Search):
+        f = thread.file
+        for o in set(thread.offsets):
+            window = f[o:o + budget]
+            yield window, False
+            # the divider may follow any line end inside the window
+            end = window.find(b"\n")
+            while end != -1:
+                head = window[:end + 1] + DIVIDER
+                yield head[:budget], len(head) <= budget
+                end = window.find(b"\n", end + 1)

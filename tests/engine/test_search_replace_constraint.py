@@ -1,0 +1,119 @@
+"""The SEARCH/REPLACE constraint (engine/constraints/search_replace.py): whatever a model's weights prefer,
+every block it completes names a file in play and quotes a run of that file's whole lines, so the tools'
+own parser reads it and its SEARCH text is found; REPLACE text stays free but never holds a marker line;
+drafts are cut to what the constraint accepts; a request ends cleanly, never in an error state."""
+
+from __future__ import annotations
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from deltaserve.engine import Engine, SamplingParams
+from deltaserve.engine.constraints import GrammarSpec
+from deltaserve.engine.constraints.search_replace import TERMINATOR, SearchReplaceConstraint, replace_room
+from deltaserve.errors import InvalidRequestError
+from deltaserve.tools.search_replace import parse_search_replace_blocks
+
+CALC = "def add(a, b):\n    return a - b\n\n\ndef mul(a, b):\n    return a * b\n"
+NOTES = "# notes\nx = 1\ny = [x,\n     2]\n"
+
+
+@pytest.fixture(scope="module")
+def eng(tiny_llama):
+    return Engine.from_pretrained(str(tiny_llama), dtype="float32", num_blocks=512, speculative="ngram",
+                                  draft_token_cost=0.05)
+
+
+def _complete_blocks(text: str) -> str:
+    """The reply up to its last closed block (a reply cut by max_tokens keeps its whole blocks)."""
+    end = text.rfind(TERMINATOR.decode())
+    return text[:end + len(TERMINATOR) + 1] + "```\n" if end != -1 else ""
+
+
+def _file_lines(text: str) -> str:
+    return text if text.endswith("\n") else text + "\n"
+
+
+@given(files=st.sampled_from([{"calc.py": CALC}, {"calc.py": CALC, "pkg/notes.py": NOTES},
+                              {"one_line.txt": "only line, no newline"}]),
+       seed=st.integers(0, 2**31), temperature=st.sampled_from([0.0, 1.0, 1.6]))
+@settings(max_examples=20, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+def test_every_completed_block_parses_and_its_search_text_is_in_its_file(eng, files, seed, temperature):
+    out = eng.generate("Fix the bug.", SamplingParams(max_tokens=160, temperature=temperature, seed=seed,
+                                                      grammar=GrammarSpec.search_replace(files)))[0]
+    assert out.error is None and out.finish_reason in ("stop", "length")
+    text = out.text if out.finish_reason == "stop" else _complete_blocks(out.text)
+    blocks = parse_search_replace_blocks(text)
+    if out.finish_reason == "stop":
+        assert blocks, out.text  # a reply the model ended holds at least one edit
+    for block in blocks:
+        assert block.path in files and block.search
+        assert block.search in _file_lines(files[block.path]), (block.search, out.text)
+        assert _file_lines(files[block.path]).startswith(block.search) or \
+            ("\n" + block.search) in _file_lines(files[block.path])  # whole lines, from a line start
+
+
+def test_the_structure_is_drafted_and_drafts_that_break_it_are_cut(eng):
+    # a prediction that is no block at all: every draft of it is cut; the block's fixed text is drafted
+    params = SamplingParams(max_tokens=120, prediction="print('hello')\n" * 4,
+                            grammar=GrammarSpec.search_replace({"calc.py": CALC}))
+    out = eng.generate("Fix the bug.", params)[0]
+    assert out.text.startswith("calc.py\n```\n<<<<<<< SEARCH\n")
+    assert out.metrics.drafts["grammar"].accepted > 0
+    assert "prediction" not in out.metrics.drafts or out.metrics.drafts["prediction"].accepted == 0
+
+
+def _constraint(eng, files) -> SearchReplaceConstraint:
+    return eng.grammars.compile(GrammarSpec.search_replace(files))
+
+
+def _tokens(eng, text: str) -> list[int]:
+    return eng.tokenizer.encode(text, add_special_tokens=False)
+
+
+def test_a_written_block_is_accepted_and_a_wrong_search_is_not(eng):
+    good = "calc.py\n```\n<<<<<<< SEARCH\n    return a - b\n=======\n    return a + b\n>>>>>>> REPLACE\n```"
+    c = _constraint(eng, {"calc.py": CALC})
+    ids = _tokens(eng, good)
+    assert c.valid_prefix(ids) == len(ids)
+    assert all(c.accept(t) for t in ids) and c.accept(sorted(eng.eos_token_ids)[0]) and c.done
+    for bad in ("calc.py\n```\n<<<<<<< SEARCH\n    return a * c\n",  # not the file's text
+                "calc.py\n```\n<<<<<<< SEARCH\nreturn a - b\n",  # not from a line start
+                "other.py\n",  # not a file in play
+                "calc.py\n```\n<<<<<<< SEARCH\n    return a - b\n=======\n=======\n"):  # a marker in REPLACE
+        fresh = _constraint(eng, {"calc.py": CALC})
+        ids = _tokens(eng, bad)
+        assert fresh.valid_prefix(ids) < len(ids), bad
+
+
+def test_rollback_returns_to_the_same_mask(eng):
+    import torch
+
+    c = _constraint(eng, {"calc.py": CALC})
+    before = torch.zeros(1, (eng.model.vocab_size + 31) // 32, dtype=torch.int32)
+    c.fill_mask(before[0])
+    ids = _tokens(eng, "calc.py\n```\n<<<<<<< SEARCH\ndef")
+    assert all(c.accept(t) for t in ids)
+    c.rollback(len(ids))
+    after = torch.zeros_like(before)
+    c.fill_mask(after[0])
+    assert torch.equal(before, after)
+
+
+def test_a_looping_replace_part_is_closed_at_its_room(eng):
+    c = _constraint(eng, {"calc.py": CALC})
+    head = "calc.py\n```\n<<<<<<< SEARCH\n    return a - b\n=======\n"
+    assert all(c.accept(t) for t in _tokens(eng, head))
+    for _ in range(replace_room(1)):
+        assert all(c.accept(t) for t in _tokens(eng, "x\n"))
+    assert c.valid_prefix(_tokens(eng, "x\n")) == 0  # no room left: only the terminator
+    closing = _tokens(eng, ">>>>>>> REPLACE\n```")
+    assert c.valid_prefix(closing) == len(closing)
+
+
+def test_bad_specs_are_refused(eng):
+    for files in ({}, {"a.py": ""}, {"a.py": 3}):
+        with pytest.raises(InvalidRequestError):
+            spec = {"kind": "search_replace", "source": {"files": files}}
+            eng.add_request("x", SamplingParams(grammar=spec))
