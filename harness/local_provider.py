@@ -20,7 +20,13 @@ from transformers import AutoTokenizer
 
 from deltaserve.engine import Engine, SamplingParams
 from deltaserve.engine.model_source import tokenizer_dir
-from deltaserve.engine.server.openai_protocol import Prediction, usage_and_metrics
+from deltaserve.engine.server.openai_protocol import (
+    Prediction,
+    ResponseFormat,
+    StructuredOutputs,
+    usage_and_metrics,
+)
+from deltaserve.engine.server.structured import format_spec, outputs_spec
 from deltaserve.errors import ModelNotFoundError
 
 LOCAL_PROVIDER = "local"
@@ -142,6 +148,7 @@ def _sampling_params(optional_params: dict) -> tuple[SamplingParams, str | None]
     if isinstance(prediction, dict):  # OpenAI's {"type": "content", "content": str | text parts}
         prediction = Prediction.model_validate(prediction).text()
     params = SamplingParams(
+        grammar=_grammar(p),
         max_tokens=p.get("max_completion_tokens") or p.get("max_tokens") or DEFAULT_MAX_TOKENS,
         temperature=p.get("temperature") if p.get("temperature") is not None else 0.0,
         top_k=max(int(p.get("top_k") or 0), 0),
@@ -152,6 +159,18 @@ def _sampling_params(optional_params: dict) -> tuple[SamplingParams, str | None]
         prediction=prediction or None,
     )
     return params, p.get("cache_salt")
+
+
+def _grammar(p: dict):
+    """response_format or the structured_outputs extension (edits constraints included), as on our server."""
+    outputs, fmt = p.get("structured_outputs"), p.get("response_format")
+    if outputs is not None and fmt is not None:
+        raise ValueError("response_format and structured_outputs cannot both be given")
+    if outputs is not None:
+        return outputs_spec(StructuredOutputs.model_validate(outputs))
+    if isinstance(fmt, dict):
+        return format_spec(ResponseFormat.model_validate(fmt))
+    return None
 
 
 def _run_local(name: str, messages: list, optional_params: dict) -> Iterator[Any]:

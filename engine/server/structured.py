@@ -6,7 +6,12 @@ from __future__ import annotations
 import re
 
 from deltaserve.engine.constraints import GrammarSpec
-from deltaserve.engine.server.openai_protocol import ChatCompletionRequest, SamplingRequest
+from deltaserve.engine.server.openai_protocol import (
+    ChatCompletionRequest,
+    ResponseFormat,
+    SamplingRequest,
+    StructuredOutputs,
+)
 from deltaserve.errors import APIError
 
 
@@ -23,12 +28,20 @@ def grammar_spec(req: SamplingRequest) -> GrammarSpec | None:
             raise APIError(400, "a structured output cannot be combined with tools the model may call (set "
                                 "tool_choice to \"none\" or drop the tools)", param="response_format")
     if wants_format:
-        schema = fmt.json_schema.schema_ if fmt.json_schema is not None else None
-        if schema is None:
-            return GrammarSpec.json_object()
-        return GrammarSpec(kind="json_schema", source=schema)
-    if outputs is None:
+        return format_spec(fmt)
+    return None if outputs is None else outputs_spec(outputs)
+
+
+def format_spec(fmt: ResponseFormat) -> GrammarSpec | None:
+    """A response_format's grammar (None for text)."""
+    if fmt.type == "text":
         return None
+    schema = fmt.json_schema.schema_ if fmt.json_schema is not None else None
+    return GrammarSpec.json_object() if schema is None else GrammarSpec(kind="json_schema", source=schema)
+
+
+def outputs_spec(outputs: StructuredOutputs) -> GrammarSpec:
+    """The structured_outputs extension's grammar."""
     if outputs.json_ is not None:
         return GrammarSpec(kind="json_schema", source=outputs.json_)
     if outputs.regex is not None:

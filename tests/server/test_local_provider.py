@@ -98,3 +98,20 @@ def test_a_local_engines_numerics_are_there_for_evals_to_record(tiny_llama):
         "dtype": "float32", "quant": "none", "attention": "deterministic", "deterministic": True}
     assert quant_kwargs(parser.parse_args([])) == {}  # unset: EngineConfig decides
     assert engine_numerics("openai/gpt-4o-mini") is None
+
+
+def test_local_takes_structured_outputs_as_the_server_does(server, local_tiny):
+    files = {"calc.py": "def add(a, b):\n    return a - b\n"}
+    edits = {"structured_outputs": {"edits": {"format": "search_replace", "files": files}}}
+    in_process = complete(local_tiny, MESSAGES, max_tokens=40, extra_body=edits)
+    via_server = complete("openai/tiny", MESSAGES, max_tokens=40, api_base=server.url + "/v1",
+                          extra_body=edits)
+    assert in_process.text == via_server.text
+    assert in_process.text.startswith("calc.py\n```\n<<<<<<< SEARCH\n")
+    regex = complete(local_tiny, MESSAGES, max_tokens=16,
+                     extra_body={"structured_outputs": {"regex": "[ab]{3}"}})
+    assert len(regex.text) == 3 and set(regex.text) <= {"a", "b"}
+    json_reply = complete(local_tiny, MESSAGES, max_tokens=40, response_format={"type": "json_object"})
+    assert json_reply.text.startswith("{")
+    with pytest.raises(litellm.BadRequestError):
+        complete(local_tiny, MESSAGES, max_tokens=4, extra_body={"structured_outputs": {"regex": "(x"}})
