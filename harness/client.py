@@ -9,6 +9,7 @@ Fields a provider does not report are None, never guessed.
 from __future__ import annotations
 
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from typing import Any
 
@@ -40,6 +41,8 @@ class Completion:
     # with the shared prompt counted once
     texts: list[str] = field(default_factory=list)
     finish_reasons: list[str | None] = field(default_factory=list)  # each reply's, in `texts` order
+    # why the reply was cut as it streamed (harness/early_stop.py; finish_reason EARLY_STOP), else None
+    stopped_early: str | None = None
 
     def __post_init__(self) -> None:
         self.texts = self.texts or [self.text]
@@ -49,6 +52,9 @@ class Completion:
     def reply(self, index: int) -> Completion:
         """This completion with reply `index` as its text (the counts stay the whole call's)."""
         return replace(self, text=self.texts[index], finish_reason=self.finish_reasons[index])
+
+
+EARLY_STOP = "early_stop"  # the finish reason of a reply its watch ended
 
 
 def _get(obj: Any, name: str) -> Any:
@@ -70,8 +76,10 @@ def _find_metrics(obj: Any) -> dict | None:
 
 def complete(model: str, messages: list[dict], max_tokens: int = 512, api_base: str | None = None,
              temperature: float = 0.0, prediction: str | None = None, stream: bool = False,
-             **kwargs: Any) -> Completion:
-    """Ask `model` for one reply; extra keyword arguments go straight to litellm.completion."""
+             watch: Callable[[str], str | None] | None = None, **kwargs: Any) -> Completion:
+    """Ask `model` for one reply; extra keyword arguments go straight to litellm.completion. `watch`
+    (streams the reply): called with the text so far at each new line; a reason it returns ends the reply
+    there (finish_reason EARLY_STOP, the reason in `stopped_early`) and closes the stream."""
     call: dict[str, Any] = dict(model=model, messages=messages, max_tokens=max_tokens,
                                 temperature=temperature)
     if api_base is not None:
@@ -84,7 +92,7 @@ def complete(model: str, messages: list[dict], max_tokens: int = 512, api_base: 
     call.update(kwargs)
 
     t0 = time.perf_counter()
-    if not stream:
+    if not stream and watch is None:
         response = litellm.completion(**call)
         latency = time.perf_counter() - t0
         choice = response.choices[0]
@@ -94,7 +102,7 @@ def complete(model: str, messages: list[dict], max_tokens: int = 512, api_base: 
         result.texts = [c.message.content or "" for c in response.choices]
         result.finish_reasons = [c.finish_reason for c in response.choices]
         return result
-    return _streamed(model, call, t0)
+    return _streamed(model, call, t0, watch)
 
 
 def complete_candidates(n: int, model: str, messages: list[dict], call=None, **kwargs: Any) -> Completion:
@@ -155,13 +163,15 @@ def _per_choice(c: Completion) -> list[dict] | None:
     return None
 
 
-def _streamed(model: str, call: dict[str, Any], t0: float) -> Completion:
+def _streamed(model: str, call: dict[str, Any], t0: float,
+              watch: Callable[[str], str | None] | None = None) -> Completion:
     call["stream"] = True
     call.setdefault("stream_options", {"include_usage": True})
     text: list[str] = []
     t_first = t_last = None
-    finish_reason = usage = metrics = None
-    for chunk in litellm.completion(**call):
+    finish_reason = usage = metrics = stopped = None
+    chunks = litellm.completion(**call)
+    for chunk in chunks:
         metrics = _find_metrics(chunk) or metrics
         if _get(chunk, "usage") is not None:
             usage = chunk.usage
@@ -172,11 +182,19 @@ def _streamed(model: str, call: dict[str, Any], t0: float) -> Completion:
                 t_last = time.perf_counter()
                 t_first = t_first or t_last
                 text.append(delta.content)
+                if watch is not None and "\n" in delta.content:
+                    stopped = watch("".join(text))
             finish_reason = choice.finish_reason or finish_reason
+        if stopped:
+            getattr(chunks, "close", lambda: None)()  # the server (or local engine) drops the request
+            finish_reason = EARLY_STOP
+            break
     latency = time.perf_counter() - t0
-    return _completion(model, "".join(text), finish_reason, usage, metrics, latency,
-                       ttft_s=None if t_first is None else t_first - t0,
-                       decode_s=None if t_first is None else t_last - t_first)
+    result = _completion(model, "".join(text), finish_reason, usage, metrics, latency,
+                         ttft_s=None if t_first is None else t_first - t0,
+                         decode_s=None if t_first is None else t_last - t_first)
+    result.stopped_early = stopped
+    return result
 
 
 def _completion(model: str, text: str, finish_reason: str | None, usage: Any, metrics: dict | None,

@@ -183,6 +183,22 @@ def _line_ratio(a: str, b: str, floor: float) -> float:
     return sm.ratio()
 
 
+def line_could_match(line: str, file_lines: list[str]) -> bool:
+    """Whether a hunk's source line can be placed on some line of the file by any strategy: a blank line
+    always (blank-lines skips it); else a file line equal once stripped (exact, rstrip, indent, blank-lines)
+    or at least FUZZY_LINE_MIN similar (the least fuzzy asks of any aligned line). A line that fails this
+    everywhere fails every window, so its hunk can never apply, whatever follows it."""
+    src = line.strip()
+    if not src:
+        return True
+    stripped = [f.strip() for f in file_lines]
+    if src in stripped:
+        return True
+    bound = _PairBound(src, FUZZY_LINE_MIN)
+    return any(bound.could_reach(f) and _line_ratio(src, f, FUZZY_LINE_MIN) >= FUZZY_LINE_MIN
+               for f in stripped)
+
+
 _STRING_OR_COMMENT = re.compile(r""""(?:[^"\\]|\\.)*"|'(?:[^'\\]|\\.)*'|(?:#|//).*""")
 _NAME = re.compile(r"[A-Za-z_]\w*")
 

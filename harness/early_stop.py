@@ -1,0 +1,70 @@
+"""Early stop: a reply read as it streams, cut the moment one of its edits can no longer apply.
+
+A small model that quotes a line the file does not have decodes the rest of its block, and often of its
+reply, for nothing: the edit fails whatever follows. With any provider the stream can be closed at that
+line (our engine and server then free the request), and the model is told at once which line is not there.
+`SearchReplaceWatch` reads SEARCH/REPLACE replies: each whole SEARCH line must be placeable on some line
+of the file it names by the tools' own matching (tools.hunks.line_could_match: exact to fuzzy), and a block
+that quotes lines must name a file that exists.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+from deltaserve.errors import PatchError
+from deltaserve.tools.hunks import line_could_match
+from deltaserve.tools.search_replace import parse_search_replace_blocks
+
+# ways to close a reply cut after a whole line, so the parser reads its last block as far as it goes
+CLOSINGS = (">>>>>>> REPLACE\n", "=======\n>>>>>>> REPLACE\n")
+
+
+class SearchReplaceWatch:
+    """watch(text so far) -> why the reply is stopped, or None to go on. `read(path)` gives a file's text,
+    None when there is no such file."""
+
+    def __init__(self, read: Callable[[str], str | None]):
+        self.read = read
+        self._lines: dict[str, list[str] | None] = {}
+        self._checked: dict[int, int] = {}  # block -> SEARCH lines already found placeable
+
+    def __call__(self, text: str) -> str | None:
+        whole = text[:text.rfind("\n") + 1]
+        if not whole:
+            return None
+        for closing in ("", *CLOSINGS):
+            try:
+                blocks = parse_search_replace_blocks(whole + closing)
+                break
+            except PatchError:
+                continue
+        else:
+            return None  # not readable as blocks (yet): the pipeline will say what is wrong, if anything
+        for n, block in enumerate(blocks):
+            reason = self._check(n, block.path, block.search.splitlines())
+            if reason:
+                return reason
+        return None
+
+    def _check(self, n: int, path: str, search: list[str]) -> str | None:
+        done = self._checked.get(n, 0)
+        if len(search) <= done:
+            return None
+        lines = self._file_lines(path)
+        if lines is None:
+            return (f"{path} does not exist, so a SEARCH part quoting lines of it cannot match; the reply "
+                    "was stopped there. Name a file shown above (a new file takes an empty SEARCH part).")
+        for line in search[done:]:
+            if not line_could_match(line, lines):
+                return (f"The SEARCH line {line.strip()!r} is not in {path} (nor close to any of its lines), "
+                        "so the block cannot apply; the reply was stopped there. Copy SEARCH lines exactly "
+                        "from the file as shown.")
+        self._checked[n] = len(search)
+        return None
+
+    def _file_lines(self, path: str) -> list[str] | None:
+        if path not in self._lines:
+            text = self.read(path)
+            self._lines[path] = None if text is None else text.splitlines()
+        return self._lines[path]

@@ -1,0 +1,73 @@
+"""Early stop: a SEARCH/REPLACE reply streamed from a real model (the tiny one, scripted where the text
+matters) is cut at the first SEARCH line that no strategy of the tools could place, and the engine frees the
+request; a reply whose lines are there, exactly or loosely, is left alone."""
+
+from __future__ import annotations
+
+import pytest
+
+from deltaserve.harness.client import EARLY_STOP, complete
+from deltaserve.harness.early_stop import SearchReplaceWatch
+from deltaserve.tools.hunks import line_could_match
+
+CALC = "def add(a, b):\n    return a - b\n\n\ndef mul(a, b):\n    return a * b\n"
+FILES = {"calc.py": CALC}
+
+
+def watch():
+    return SearchReplaceWatch(FILES.get)
+
+
+def block(search: str, replace: str = "    return a + b\n", path: str = "calc.py") -> str:
+    return f"{path}\n```\n<<<<<<< SEARCH\n{search}=======\n{replace}>>>>>>> REPLACE\n```\n"
+
+
+def prefixes(text: str):
+    """The text as a stream would show it, a line at a time."""
+    lines = text.splitlines(keepends=True)
+    return ["".join(lines[:i]) for i in range(1, len(lines) + 1)]
+
+
+@pytest.mark.parametrize("search", ["    return a - b\n", "  return a - b   \n",  # exact, loose indent
+                                    "def add(a, b):\n\n    return a - b\n",  # an extra blank line
+                                    "    return a - c\n"])  # close enough for the fuzzy match
+def test_a_placeable_block_is_never_stopped(search):
+    w = watch()
+    assert all(w(p) is None for p in prefixes("Here is the fix:\n" + block(search)))
+
+
+def test_a_line_the_file_lacks_stops_the_reply_at_that_line():
+    w = watch()
+    text = block("def add(a, b):\n    total = sum_of_everything(a, b, c, d)\n    return total\n")
+    stops = [(p, w(p)) for p in prefixes(text)]
+    first = next(i for i, (_, reason) in enumerate(stops) if reason)
+    assert stops[first][0].endswith("sum_of_everything(a, b, c, d)\n")
+    assert "'total = sum_of_everything(a, b, c, d)' is not in calc.py" in stops[first][1]
+
+
+def test_a_block_quoting_a_missing_file_is_stopped():
+    assert "does not exist" in watch()(block("x = 1\n", path="nope.py"))
+
+
+def test_blank_lines_always_could_match():
+    assert line_could_match("   ", []) and not line_could_match("x = 1", [])
+
+
+def test_the_stream_is_closed_and_the_engine_frees_the_request(tiny_llama):
+    from deltaserve.engine import Engine
+    from deltaserve.harness.client import register_local_engine
+
+    engine = Engine.from_pretrained(str(tiny_llama), dtype="float32", num_blocks=256)
+    register_local_engine("tiny-early", engine)
+    messages = [{"role": "user", "content": "fix it"}]
+    # the tiny model's greedy reply starts with a SEARCH line that is in no file: forced through the
+    # edits constraint to a block of a file whose lines it cannot have (a file of other text)
+    read = {"calc.py": "completely different text\n"}.get
+    edits = {"structured_outputs": {"edits": {"format": "search_replace", "files": {
+        "calc.py": "alpha beta gamma\nzeta eta theta\n" * 3}}}}
+    full = complete("local/tiny-early", messages, max_tokens=120, extra_body=edits)
+    cut = complete("local/tiny-early", messages, max_tokens=120, extra_body=edits,
+                   watch=SearchReplaceWatch(read))
+    assert cut.finish_reason == EARLY_STOP and "is not in calc.py" in cut.stopped_early
+    assert full.text.startswith(cut.text) and len(cut.text) < len(full.text)
+    assert engine.stats().blocks_in_use == 0 and not engine.has_unfinished()
