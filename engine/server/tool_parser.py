@@ -1,6 +1,7 @@
 """Tool calls read from a reply as it streams: the Hermes / Qwen2.5 form, `<tool_call>{"name": ...,
 "arguments": {...}}</tool_call>` blocks among the content, and the fenced form small models fall back to
-(```json {"name": ..., "arguments": {...}} ```; Qwen2.5-Coder-1.5B answers so despite its template).
+(```json {"name": ..., "arguments": {...}} ```; Qwen2.5-Coder-1.5B answers so despite its template), and a
+reply that is nothing but such JSON (the same model's answer after a tool result: `{"name": ...}` bare).
 
 One parser serves streaming and plain responses: a plain one feeds the whole reply at once and merges the
 deltas, so the two always agree, however the text arrived in pieces. The rules depend on the text alone:
@@ -13,9 +14,9 @@ deltas, so the two always agree, however the text arrived in pieces. The rules d
     nothing);
   * any other block is read whole when it closes, or when the reply ends: a JSON object with a string
     "name" and "arguments" (an object, or JSON text) is a call, and so are several (one after another, or
-    in a list); a fenced block
-    only when every name is one of the request's tools (else it is code the model showed). Anything else is
-    content, as written.
+    in a list); a fenced block, or a reply that begins with `{"name"` (read whole at its end), only when every
+    name is one of the request's tools (else it is code the model showed). Anything else is content, as
+    written.
 """
 
 from __future__ import annotations
@@ -36,6 +37,9 @@ from deltaserve.engine.server.openai_protocol import (
 OPEN, CLOSE = "<tool_call>", "</tool_call>"
 FENCE_OPEN, FENCE_CLOSE = "```json", "```"
 CLOSES = {OPEN: CLOSE, FENCE_OPEN: FENCE_CLOSE}
+BARE = ""  # the tag of a reply that is a call's JSON alone (no tag, no close: read at the reply's end)
+_BARE_HEAD = re.compile(r'\s*\{\s*"name"')
+_BARE_HEAD_SO_FAR = re.compile(r'\s*(?:\{\s*(?:"(?:n(?:a(?:m(?:e)?)?)?)?)?)?')
 # The head of a call written in the templates' order, up to the colon after "arguments".
 _HEAD = re.compile(r'\s*\{\s*"name"\s*:\s*"((?:[^"\\]|\\.)*)"\s*,\s*"arguments"\s*:')
 
@@ -152,6 +156,14 @@ class ToolCallParser:
         if self.one_call and self.calls:
             self.pos = len(self.text)
             return False
+        if self.tools and self.pos == 0 and not self.calls and not self.content:
+            if _BARE_HEAD.match(self.text):
+                start = self.text.index("{")
+                self.block = _Block(tag=BARE, start=start, held=self.text[:start], close_from=start)
+                self.pos = start
+                return True
+            if _BARE_HEAD_SO_FAR.fullmatch(self.text) and not final:
+                return False  # it may still become a bare call: settle nothing yet
         found = [(i, tag) for tag in CLOSES if (i := self.text.find(tag, self.pos)) >= 0]
         if found:
             i, tag = min(found)
@@ -192,10 +204,10 @@ class ToolCallParser:
         block = self.block
         assert block is not None
         if block.call is None and (block.tag != OPEN or not self._read_head(out, block)):
-            close_tag = CLOSES[block.tag]
-            close = self.text.find(close_tag, block.close_from)
+            close_tag = CLOSES.get(block.tag)
+            close = self.text.find(close_tag, block.close_from) if close_tag else -1
             if close < 0:
-                block.close_from = max(block.start, len(self.text) - len(close_tag) + 1)
+                block.close_from = max(block.start, len(self.text) - len(close_tag or " ") + 1)
                 if not final:
                     return False
                 self._read_whole(out, block, len(self.text), closed=False)
@@ -243,10 +255,10 @@ class ToolCallParser:
         return False
 
     def _read_whole(self, out: list[DeltaMessage], block: _Block, end: int, closed: bool) -> None:
-        body, close_tag = self.text[block.start:end], CLOSES[block.tag]
+        body, close_tag = self.text[block.start:end], CLOSES.get(block.tag, "")
         self.block, self.pos = None, end + (len(close_tag) if closed else 0)
         calls = parse_calls(body)
-        if calls and block.tag == FENCE_OPEN and any(name not in self.tools for name, _ in calls):
+        if calls and block.tag != OPEN and any(name not in self.tools for name, _ in calls):
             calls = None  # JSON the model showed, not a call
         if calls is None:  # no call: the block is content, the whitespace before it too
             self.held = block.held

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 
+import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
@@ -116,3 +117,23 @@ def test_one_call_ends_the_reply_with_its_first_call():
     assert result(read(REPLIES[0], [5] * 60, one_call=True)[0]) == (
         "Sure.", [("get_weather", '{"city": "Paris", "days": [1, 2]}')])
     assert result(read(REPLIES[11], [], one_call=True)[0]) == ("", [("search", '{"q": 1}')])
+
+
+@pytest.mark.parametrize("pieces", [['{"name": "add", "arguments": {"a": 1, "b": 2}}'],
+                                    ["", " {", '"na', 'me": "add", "arg', 'uments": {"a": 1, "b": 2}}',
+                                     "\n"]])
+def test_a_reply_that_is_a_bare_call_to_a_tool_is_a_call(pieces):
+    parser = ToolCallParser(frozenset({"add"}))
+    for i, piece in enumerate(pieces):
+        parser.feed(piece, final=i == len(pieces) - 1)
+    calls = [(c.function.name, json.loads(c.function.arguments)) for c in parser.calls]
+    assert calls == [("add", {"a": 1, "b": 2})]
+    assert parser.content == ""
+
+
+@pytest.mark.parametrize("text", ['{"name": "other", "arguments": {}}', '{"name": "Bob", "age": 3}', "{ok}",
+                                  '{"nam'])
+def test_bare_json_that_is_no_call_to_a_tool_is_content(text):
+    parser = ToolCallParser(frozenset({"add"}))
+    parser.feed(text, final=True)
+    assert not parser.calls and parser.content == text
