@@ -19,6 +19,7 @@ from deltaserve.harness.accounting import ApplyOutcome, RunReport, StepReport, T
 from deltaserve.harness.candidates import CandidateOutcome, candidate_context, choose, try_reply
 from deltaserve.harness.config import AgentConfig, default_test_cmd
 from deltaserve.harness.console_view import ConsoleView
+from deltaserve.harness.early_stop import SearchReplaceWatch, file_reader
 from deltaserve.harness.events import AgentObserver, RunStart, StepDetails
 from deltaserve.harness.format_choice import FormatPlan
 from deltaserve.harness.formats import auto, whole
@@ -120,10 +121,24 @@ class Agent:
         return client.combined(greedy, [others])
 
     def _call_args(self, messages: list[dict], prediction: str | None) -> dict:
-        """What every model call of this run passes, sampling aside."""
+        """What every model call of this run passes, sampling aside: for a search_replace step, the edits
+        constraint (our engine) or else the early-stop watch (any provider, one candidate)."""
         c = self.config
-        return dict(model=c.model, messages=messages, max_tokens=c.max_tokens, api_base=c.api_base,
+        args = dict(model=c.model, messages=messages, max_tokens=c.max_tokens, api_base=c.api_base,
                     prediction=prediction, **self.completion_kwargs)
+        if self.format.name != "search_replace":
+            return args
+        constrain = c.constrain_edits
+        if constrain is None:
+            constrain = local_provider.is_local(self.model)
+        files = self.in_play() if c.allow_test_edits else self.code_in_play()
+        if constrain and files:
+            edits = {"format": "search_replace", "files": {p: self.workspace.read_text(p) for p in files}}
+            extra = dict(args.get("extra_body") or {})
+            args["extra_body"] = {**extra, "structured_outputs": {"edits": edits}}
+        elif c.early_stop and c.candidates == 1:
+            args["watch"] = SearchReplaceWatch(file_reader(self.workspace))
+        return args
 
     def resample(self, messages: list[dict], prediction: str | None, step: int, repeat):
         """A reply repeating an earlier one is known before anything is applied, so it need not cost a step:

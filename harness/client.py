@@ -17,6 +17,7 @@ import litellm
 
 # Importing the provider registers `local/<model>` with litellm; its engine registry is re-exported for
 # callers.
+from deltaserve.harness.early_stop import EARLY_STOP
 from deltaserve.harness.local_provider import local_engine, register_local_engine
 
 __all__ = ["Completion", "complete", "complete_candidates", "local_engine", "register_local_engine"]
@@ -54,9 +55,6 @@ class Completion:
         return replace(self, text=self.texts[index], finish_reason=self.finish_reasons[index])
 
 
-EARLY_STOP = "early_stop"  # the finish reason of a reply its watch ended
-
-
 def _get(obj: Any, name: str) -> Any:
     if obj is None:
         return None
@@ -92,7 +90,10 @@ def complete(model: str, messages: list[dict], max_tokens: int = 512, api_base: 
     call.update(kwargs)
 
     t0 = time.perf_counter()
-    if not stream and watch is None:
+    # a scripted reply given whole (litellm's mock_response as a response dict) cannot stream: its watch
+    # reads the finished text instead, cutting it where a stream would have stopped
+    scripted_whole = isinstance(call.get("mock_response"), dict)
+    if not stream and (watch is None or scripted_whole):
         response = litellm.completion(**call)
         latency = time.perf_counter() - t0
         choice = response.choices[0]
@@ -101,8 +102,21 @@ def complete(model: str, messages: list[dict], max_tokens: int = 512, api_base: 
                              metrics, latency, ttft_s=None, decode_s=None)
         result.texts = [c.message.content or "" for c in response.choices]
         result.finish_reasons = [c.finish_reason for c in response.choices]
-        return result
+        return result if watch is None else _watched(result, watch)
     return _streamed(model, call, t0, watch)
+
+
+def _watched(result: Completion, watch: Callable[[str], str | None]) -> Completion:
+    """A whole reply cut where its watch, fed it a line at a time, would have stopped its stream."""
+    text = result.text
+    for end in (i + 1 for i, c in enumerate(text) if c == "\n"):
+        stopped = watch(text[:end])
+        if stopped:
+            cut = replace(result, text=text[:end], texts=[text[:end]], finish_reason=EARLY_STOP,
+                          finish_reasons=[EARLY_STOP])
+            cut.stopped_early = stopped
+            return cut
+    return result
 
 
 def complete_candidates(n: int, model: str, messages: list[dict], call=None, **kwargs: Any) -> Completion:

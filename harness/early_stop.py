@@ -4,20 +4,34 @@ A small model that quotes a line the file does not have decodes the rest of its 
 reply, for nothing: the edit fails whatever follows. With any provider the stream can be closed at that
 line (our engine and server then free the request), and the model is told at once which line is not there.
 `SearchReplaceWatch` reads SEARCH/REPLACE replies: each whole SEARCH line must be placeable on some line
-of the file it names by the tools' own matching (tools.hunks.line_could_match: exact to fuzzy), and a block
-that quotes lines must name a file that exists.
+of the file it names by the tools' own matching (tools.hunks.line_could_match: exact to fuzzy). A block
+naming a file that does not exist goes on (the pipeline's repairs find the file its lines are in).
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable
 
-from deltaserve.errors import PatchError
+from deltaserve.errors import DeltaserveError, PatchError
 from deltaserve.tools.hunks import line_could_match
 from deltaserve.tools.search_replace import parse_search_replace_blocks
+from deltaserve.tools.workspace import Workspace
 
+EARLY_STOP = "early_stop"  # the finish reason of a reply its watch ended
 # ways to close a reply cut after a whole line, so the parser reads its last block as far as it goes
 CLOSINGS = (">>>>>>> REPLACE\n", "=======\n>>>>>>> REPLACE\n")
+
+
+def file_reader(workspace: Workspace) -> Callable[[str], str | None]:
+    """A watch's reader over a workspace: a file's text, None for one that is not there (or not allowed)."""
+
+    def read(path: str) -> str | None:
+        try:
+            return workspace.read_text(path) if workspace.exists(path) else None
+        except (DeltaserveError, OSError, UnicodeDecodeError):
+            return None
+
+    return read
 
 
 class SearchReplaceWatch:
@@ -52,9 +66,8 @@ class SearchReplaceWatch:
         if len(search) <= done:
             return None
         lines = self._file_lines(path)
-        if lines is None:
-            return (f"{path} does not exist, so a SEARCH part quoting lines of it cannot match; the reply "
-                    "was stopped there. Name a file shown above (a new file takes an empty SEARCH part).")
+        if lines is None:  # a misnamed file: the pipeline's repairs look for the file its lines are in
+            return None
         for line in search[done:]:
             if not line_could_match(line, lines):
                 return (f"The SEARCH line {line.strip()!r} is not in {path} (nor close to any of its lines), "

@@ -31,6 +31,7 @@ class Outcome(StrEnum):
     NO_EDITS = "no edits"
     LOOKED_UP = "looked up"  # it asked to VIEW or GREP, and was answered
     # nothing new: not tried at all
+    STOPPED_EARLY = "stopped early"  # cut as it streamed at a SEARCH line the file lacks (early_stop.py)
     REPEATED_REPLY = "repeated reply"
     REPEATED_EDIT = "repeated edit"  # edits giving code whose tests have run already (tried_code.py)
     NOT_TRIED = "not tried"  # a candidate after one that passed
@@ -79,4 +80,5 @@ _STALLS = frozenset({Outcome.REPEATED_REPLY, Outcome.REPEATED_EDIT, Outcome.NO_O
 _APPLIED = {Outcome.TESTS_PASS: True, Outcome.TESTS_FAIL: True, Outcome.TESTS_WORSE: True,
             Outcome.DRY_RUN: True, Outcome.APPLY_FAILED: False, Outcome.PARSE_FAILED: False,
             Outcome.NO_EDITS: False, Outcome.NO_OP_EDIT: False, Outcome.EXAMPLE_COPIED: False,
-            Outcome.EMPTY_FILE: False, Outcome.CUT_OFF: False, Outcome.SYNTAX_ERROR: False}
+            Outcome.EMPTY_FILE: False, Outcome.CUT_OFF: False, Outcome.SYNTAX_ERROR: False,
+            Outcome.STOPPED_EARLY: False}

@@ -23,7 +23,8 @@ from deltaserve.harness.regressions import regressed
 from deltaserve.harness.trial import Context, Draft, Trial
 from deltaserve.harness.tried_code import code_state
 
-REPLY_CHECKS = (reply_checks.repeated_reply, reply_checks.cut_inside_a_block, reply_checks.copied_example)
+REPLY_CHECKS = (reply_checks.repeated_reply, reply_checks.stopped_early, reply_checks.cut_inside_a_block,
+                reply_checks.copied_example)
 EDIT_REPAIRS = (edit_repairs.missing_paths, edit_repairs.stale_blocks, edit_repairs.misnamed_files)
 PREVIEW_CHECKS = edit_checks.CHECKS
 

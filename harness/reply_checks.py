@@ -1,13 +1,15 @@
 """The checks a reply meets before its edits are read (pipeline.REPLY_CHECKS), in order: a reply repeating
-an earlier one, a reply cut off inside a code block (cut_replies.py: nothing of it is applied, or only
-its complete definitions), a reply that copies the instructions' example (edit_checks.copied_placeholders).
-Each takes the draft and the context; it refines the draft or raises ReplyRejected."""
+an earlier one, a reply its watch stopped as it streamed (early_stop.py), a reply cut off inside a code
+block (cut_replies.py: nothing of it is applied, or only its complete definitions), a reply that copies the
+instructions' example (edit_checks.copied_placeholders). Each takes the draft and the context; it refines
+the draft or raises ReplyRejected."""
 
 from __future__ import annotations
 
 from deltaserve.errors import ReplyRejected
 from deltaserve.harness import feedback
 from deltaserve.harness.cut_replies import cut_reply
+from deltaserve.harness.early_stop import EARLY_STOP, SearchReplaceWatch, file_reader
 from deltaserve.harness.edit_checks import copied_placeholders
 from deltaserve.harness.outcomes import Outcome
 from deltaserve.harness.trial import Context, Draft
@@ -20,6 +22,15 @@ def repeated_reply(draft: Draft, ctx: Context) -> None:
     key = draft.original.strip()
     if key in ctx.replies:
         raise ReplyRejected(Outcome.REPEATED_REPLY, feedback.repeated_reply(ctx.replies.index(key) + 1))
+
+
+def stopped_early(draft: Draft, ctx: Context) -> None:
+    """A reply its watch cut as it streamed: the block it was writing could not apply, and the model hears
+    the line that is not there."""
+    if draft.finish_reason != EARLY_STOP:
+        return
+    why = SearchReplaceWatch(file_reader(ctx.workspace))(draft.text) or "the reply was stopped early"
+    raise ReplyRejected(Outcome.STOPPED_EARLY, why, why)
 
 
 def cut_inside_a_block(draft: Draft, ctx: Context) -> None:

@@ -45,8 +45,8 @@ def test_a_line_the_file_lacks_stops_the_reply_at_that_line():
     assert "'total = sum_of_everything(a, b, c, d)' is not in calc.py" in stops[first][1]
 
 
-def test_a_block_quoting_a_missing_file_is_stopped():
-    assert "does not exist" in watch()(block("x = 1\n", path="nope.py"))
+def test_a_block_naming_a_missing_file_goes_on_for_the_repairs_to_place():
+    assert watch()(block("    return a - b\n", path="path/to/file.py")) is None
 
 
 def test_blank_lines_always_could_match():

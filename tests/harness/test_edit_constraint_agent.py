@@ -1,0 +1,57 @@
+"""search_replace steps of the agent: on our engine (local/), decoded under the edits constraint, so even a
+random-weight model's reply is blocks of the files in play that apply; with any other provider, streamed
+and stopped at a SEARCH line the file lacks, the model told that line (outcome "stopped early")."""
+
+from __future__ import annotations
+
+import io
+
+import pytest
+from rich.console import Console
+
+from deltaserve.harness import Agent
+from deltaserve.harness.outcomes import Outcome
+
+NEVER_FROM_A_CONSTRAINED_REPLY = {Outcome.PARSE_FAILED, Outcome.APPLY_FAILED, Outcome.NO_EDITS,
+                                  Outcome.EXAMPLE_COPIED, Outcome.STOPPED_EARLY}
+
+
+@pytest.fixture(scope="module")
+def local_tiny(tiny_llama):
+    from deltaserve.engine import Engine
+    from deltaserve.harness.client import register_local_engine
+
+    register_local_engine("tiny-edits", Engine.from_pretrained(str(tiny_llama), dtype="float32",
+                                                               num_blocks=1024))
+    return "local/tiny-edits"
+
+
+def test_a_local_models_search_replace_reply_is_blocks_that_apply(project, quick_test_cmd, local_tiny):
+    agent = Agent(project, "add() returns the wrong result", model=local_tiny, edit_format="search_replace",
+                  test_cmd=quick_test_cmd, max_steps=2, max_tokens=200, localize=False, sandbox="none",
+                  console=Console(file=io.StringIO()))
+    report = agent.run()
+    for step in report.steps:
+        assert step.outcome not in NEVER_FROM_A_CONSTRAINED_REPLY, (step.outcome, step.reply)
+        assert step.reply.startswith("calc.py\n```\n<<<<<<< SEARCH\n")
+
+
+def test_another_providers_reply_is_stopped_at_a_line_the_file_lacks(project, quick_test_cmd):
+    from deltaserve.harness.client import complete
+
+    bad = ("calc.py\n```\n<<<<<<< SEARCH\ndef add(a, b):\n    total = accumulate_everything(a, b)\n"
+           "    return total\n=======\ndef add(a, b):\n    return a + b\n>>>>>>> REPLACE\n```\n")
+    seen = []
+
+    def call(**kwargs):
+        seen.append(kwargs)
+        return complete(**kwargs, mock_response=bad)
+
+    agent = Agent(project, "add() returns the wrong result", model="openai/gpt-4o-mini",
+                  edit_format="search_replace", test_cmd=quick_test_cmd, max_steps=1, localize=False,
+                  sandbox="none", complete=call, console=Console(file=io.StringIO()))
+    step = agent.run().steps[0]
+    assert "watch" in seen[0] and "extra_body" not in seen[0]
+    assert step.outcome == Outcome.STOPPED_EARLY
+    assert "accumulate_everything(a, b)\n" in step.reply and "return total" not in step.reply  # cut there
+    assert (project / "calc.py").read_text().count("a - b") == 1  # nothing written
