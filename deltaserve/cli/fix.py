@@ -73,6 +73,13 @@ def register(subparsers) -> None:
                    help="let the model edit test files (refused by default)")
     p.add_argument("--keep-worse-edits", action="store_true",
                    help="keep an edit after which fewer tests pass than before it (undone by default)")
+    p.add_argument("--constrain-edits", action=argparse.BooleanOptionalAction, default=None,
+                   help="decode search_replace replies so every block quotes real lines of a file in play "
+                        "(our engine's edits constraint; default: on for local/ models, off elsewhere; "
+                        "pass it for a `deltaserve serve` --api-base)")
+    p.add_argument("--no-early-stop", dest="early_stop", action="store_false",
+                   help="do not stream search_replace replies and stop one at the first SEARCH line its "
+                        "file does not have (default: stop early)")
     p.add_argument("--no-localize", dest="localize", action="store_false",
                    help="skip the coverage run that ranks the code the failing tests run (pytest "
                         "only; it runs their test files once more, before the first prompt)")
@@ -146,6 +153,7 @@ def _fix(args: argparse.Namespace, model: str, workspace: Path):
                          test_cmd=args.test_cmd, test_timeout=args.test_timeout, candidates=args.candidates,
                          allow_test_edits=args.allow_test_edits, keep_worse_edits=args.keep_worse_edits,
                          localize=args.localize, dry_run=args.dry_run, sandbox=args.sandbox,
+                         constrain_edits=args.constrain_edits, early_stop=args.early_stop,
                          allow_dirty=args.allow_dirty or args.copy)  # a copy is ours to edit
     view = ConsoleView(show_replies=args.show_replies)
     report = Agent(workspace, args.task, config, observers=[view], trace=args.trace).run()
