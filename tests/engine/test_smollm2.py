@@ -8,7 +8,8 @@ import transformers
 from transformers import AutoModelForCausalLM
 
 from deltaserve.engine import Engine, SamplingParams, bundled
-from deltaserve.engine.loader import bundled_gguf, convert_gguf, load_model
+from deltaserve.engine.bundled import bundled_gguf
+from deltaserve.engine.loader import convert_gguf, load_model
 
 PROMPTS = [
     "Write a Python function that checks whether a number is prime.",
