@@ -9,6 +9,7 @@ by whichever thread asks first (the server asks on its tokenizer thread, off the
 from __future__ import annotations
 
 import threading
+from collections import OrderedDict
 from typing import Any
 
 import torch
@@ -18,6 +19,7 @@ from deltaserve.engine.constraints.spec import GrammarSpec
 from deltaserve.engine.constraints.token_table import TokenTable
 from deltaserve.errors import InvalidRequestError
 
+GRAMMARS_KEPT = 64  # checked grammar texts kept, by spec
 # JSON without free whitespace: a small model left free to emit whitespace may emit newlines until
 # max_tokens; fixed separators also make more of the output forced (drafted whole, verified in one pass).
 JSON_OPTIONS: dict[str, Any] = {"whitespace_flexible": False, "item_separator": ", ", "key_separator": ": "}
@@ -40,6 +42,7 @@ class GrammarCompiler:
         self.tokenizer, self.vocab_size, self.eos_token_ids = tokenizer, vocab_size, sorted(eos_token_ids)
         self._ll_tokenizer = None
         self._token_table: TokenTable | None = None
+        self._grammars: OrderedDict[str, str] = OrderedDict()  # checked grammar texts, least recent first
         self._lock = threading.Lock()
 
     def ll_tokenizer(self):
@@ -68,7 +71,22 @@ class GrammarCompiler:
         return files
 
     def grammar(self, spec: GrammarSpec) -> str:
-        """llguidance's grammar text for the spec; InvalidRequestError naming what is wrong with it."""
+        """llguidance's grammar text for the spec, checked; InvalidRequestError naming what is wrong with it.
+        Kept by the spec's key: the server checks a request's grammar on its thread, the engine compiles it
+        (once per choice) on its own, and agents send the same schema again and again."""
+        key = spec.key()
+        with self._lock:
+            if key in self._grammars:
+                self._grammars.move_to_end(key)
+                return self._grammars[key]
+        grammar = self._checked_grammar(spec)
+        with self._lock:
+            self._grammars[key] = grammar
+            if len(self._grammars) > GRAMMARS_KEPT:
+                self._grammars.popitem(last=False)
+        return grammar
+
+    def _checked_grammar(self, spec: GrammarSpec) -> str:
         matcher = _llguidance().LLMatcher
         try:
             if spec.kind == "json_schema":
