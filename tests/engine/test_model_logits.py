@@ -7,6 +7,7 @@ import torch
 import torch.nn.functional as F
 from transformers import AutoModelForCausalLM
 
+from deltaserve.engine.attention.cpu import one_query_attention
 from deltaserve.engine.forward_batch import Span
 from deltaserve.engine.kv_cache import KVCache
 from deltaserve.engine.linear import can_prepack
@@ -151,6 +152,33 @@ def test_one_token_decode_reads_consecutive_blocks_as_a_view_and_scattered_ones_
     with torch.inference_mode():
         got = ours.forward(batch, kv)
     torch.testing.assert_close(got[0], ref[40], atol=ATOL, rtol=1e-4)
+
+
+def test_one_token_decode_gives_the_same_logits_over_consecutive_and_scattered_blocks(tiny_model_dirs):
+    """The view of the pool and the gathered copy hold the same keys: a decode step's logits agree."""
+    ours, _, kv = build(tiny_model_dirs["qwen2"])
+    ids = torch.randint(0, 49152, (41,), generator=torch.Generator().manual_seed(8)).tolist()
+    got = []
+    for blocks in ([4, 5, 6, 7], [9, 2, 6, 0]):
+        run(ours, kv, [Span(ids[:40], 0, blocks, [])])
+        got.append(run(ours, kv, [Span(ids[40:], 40, blocks, [0])]))
+    torch.testing.assert_close(got[0], got[1], atol=1e-6, rtol=1e-6)
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16])
+def test_one_query_attention_is_softmax_attention_with_grouped_heads(dtype):
+    """9 query heads over 3 KV heads, 300 keys, K/V a strided view as the pool gives them: the matmul path
+    (float32) and SDPA (bf16) both match attention written out with every KV head repeated."""
+    gen = torch.Generator().manual_seed(2)
+    q = torch.randn(1, 9 * 64, generator=gen).to(dtype) / 8
+    pool_k, pool_v = (torch.randn(3, 500, 64, generator=gen).to(dtype) for _ in range(2))
+    kg, vg = pool_k.narrow(1, 100, 300), pool_v.narrow(1, 100, 300)
+    got = one_query_attention(q, kg, vg)
+    qh = q.float().view(9, 1, 64)
+    kh, vh = (t.float().repeat_interleave(3, dim=0) for t in (kg, vg))
+    ref = (qh @ kh.transpose(1, 2)).softmax(-1) @ vh
+    tol = 1e-5 if dtype == torch.float32 else 2e-2
+    torch.testing.assert_close(got.float(), ref.view(1, -1), atol=tol, rtol=tol)
 
 
 @pytest.mark.parametrize("shape", [(1, 576), (7, 1536), (5, 12, 64)], ids=["decode", "rows", "heads"])
