@@ -28,8 +28,9 @@ from deltaserve.evals.report import report_from_file
 from deltaserve.evals.results import append_row, load_rows, rows_of
 from deltaserve.evals.task_suite import Task, load_tasks
 from deltaserve.harness import Agent
-from deltaserve.harness.config import DEFAULT_MODEL, AgentConfig
+from deltaserve.harness.config import DEFAULT_MODEL, EDIT_DECODINGS, AgentConfig
 from deltaserve.harness.local_provider import engine_numerics
+from deltaserve.harness.outcomes import Outcome
 from deltaserve.harness.trace import run_header
 from deltaserve.tools.sandbox import choose
 from deltaserve.tools.tests import run_tests
@@ -41,6 +42,8 @@ class AgentEvalConfig:
     models: list[str] = field(default_factory=lambda: [DEFAULT_MODEL])
     formats: list[str] = field(default_factory=lambda: ["udiff", "search_replace", "whole"])
     candidates: list[int] = field(default_factory=lambda: [1])  # replies per step; each count is a run
+    # how search_replace replies are decoded (harness.config.EDIT_DECODINGS); each is a run
+    decodings: list[str] = field(default_factory=lambda: ["default"])
     task_ids: list[str] | None = None
     max_steps: int = 4  # per run; fewer than the agent's own default, the suite is long
     max_tokens: int = AgentConfig.model_fields["max_tokens"].default
@@ -55,11 +58,11 @@ class AgentEvalConfig:
     run_kwargs: Callable[[Task, str, str], dict] | None = None
 
 
-def run_key(row: dict) -> tuple[str, str, str, int]:
-    return row["task"], row["model"], row["format"], row.get("candidates", 1)
+def run_key(row: dict) -> tuple[str, str, str, int, str]:
+    return row["task"], row["model"], row["format"], row.get("candidates", 1), row.get("decoding", "default")
 
 
-def done_runs(results: Path) -> set[tuple[str, str, str, int]]:
+def done_runs(results: Path) -> set[tuple[str, str, str, int, str]]:
     """Runs already recorded without an error (an errored run is tried again)."""
     if not results.is_file():
         return set()
@@ -80,13 +83,15 @@ def restore_tests(task: Task, repo: Path) -> None:
 
 
 def run_one(task: Task, model: str, fmt: str, config: AgentEvalConfig, logs: Path,
-            candidates: int = 1) -> dict:
+            candidates: int = 1, decoding: str = "default") -> dict:
     row = {"kind": "agent", "task": task.id, "model": model, "format": fmt, "candidates": candidates,
+           "decoding": decoding,
            "solved": False, "steps": 0, "prompt_tokens": 0, "cached_tokens": None, "completion_tokens": 0,
            "whole_file_tokens": 0, "decode_saved": 0, "decode_passes": None, "decode_passes_saved": None,
            "est_seconds_saved": None, "stopped": "", "suspects": [], "error": None}
-    extra = config.run_kwargs(task, model, fmt) if config.run_kwargs else {}
-    name = f"{task.id}__{model.replace('/', '_')}__{fmt}" + (f"__n{candidates}" if candidates > 1 else "")
+    extra = {**EDIT_DECODINGS[decoding], **(config.run_kwargs(task, model, fmt) if config.run_kwargs else {})}
+    name = (f"{task.id}__{model.replace('/', '_')}__{fmt}" + (f"__n{candidates}" if candidates > 1 else "")
+            + (f"__{decoding}" if decoding != "default" else ""))
     started = time.perf_counter()
     with tempfile.TemporaryDirectory(prefix=f"agent-{task.id}-") as tmp, \
             (logs / f"{name}.log").open("w", encoding="utf-8") as log:
@@ -108,7 +113,9 @@ def run_one(task: Task, model: str, fmt: str, config: AgentEvalConfig, logs: Pat
                        whole_file_tokens=report.whole_file_tokens, decode_saved=report.decode_saved,
                        decode_passes=report.decode_passes, decode_passes_saved=report.decode_passes_saved,
                        est_seconds_saved=report.est_seconds_saved,
-                       stopped=report.stopped, suspects=report.suspects)
+                       stopped=report.stopped, suspects=report.suspects,
+                       early_stops=sum(1 for s in report.steps if s.outcome == Outcome.STOPPED_EARLY),
+                       decode_budget_unspent=sum(s.decode_budget_unspent or 0 for s in report.steps))
             restore_tests(task, repo)
             row["solved"] = run_tests(Workspace(repo), command, env=TEST_ENV, sandbox=config.sandbox).ok
     row["wall_s"] = time.perf_counter() - started
@@ -125,17 +132,22 @@ def run_agent_eval(config: AgentEvalConfig) -> dict:
     logs.mkdir(parents=True, exist_ok=True)
     results = out_dir / "results.jsonl"
     done = done_runs(results)
-    todo = [(t, m, f, n) for t in tasks for m in config.models for f in config.formats
-            for n in config.candidates if (t.id, m, f, n) not in done]
+    unknown = [d for d in config.decodings if d not in EDIT_DECODINGS]
+    if unknown:
+        raise ValueError(f"unknown decoding {unknown[0]!r}: choose from {', '.join(EDIT_DECODINGS)}")
+    todo = [(t, m, f, n, d) for t in tasks for m in config.models for f in config.formats
+            for n in config.candidates for d in config.decodings if (t.id, m, f, n, d) not in done]
     if todo:  # what ran, where: the report's header (a resumed eval adds one row per resume)
         append_row(results, {"kind": "run", **run_header(", ".join(config.models), eval="agent")})
     workers = max(1, config.workers)
     with progress_bar(config.progress) as progress, ThreadPoolExecutor(max_workers=workers) as pool:
         bar = progress.add_task("agent eval", total=len(todo))
 
-        def start(task: Task, model: str, fmt: str, n: int) -> dict:  # the bar names the latest run started
-            progress.update(bar, description=f"{task.id} · {model} · {fmt} · x{n}")
-            return run_one(task, model, fmt, config, logs, n)
+        def start(task: Task, model: str, fmt: str, n: int, decoding: str) -> dict:
+            # the bar names the latest run started
+            shown = "" if decoding == "default" else f" · {decoding}"
+            progress.update(bar, description=f"{task.id} · {model} · {fmt} · x{n}{shown}")
+            return run_one(task, model, fmt, config, logs, n, decoding)
 
         for finished in as_completed([pool.submit(start, *run) for run in todo]):
             append_row(results, finished.result())  # only this thread writes the file

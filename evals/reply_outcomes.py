@@ -25,7 +25,9 @@ APPLIED = frozenset(o for o in Outcome if o.applied)
 class FormatOutcomes:
     model: str
     edit_format: str
+    decoding: str = ""  # how the replies were decoded (StepReport.decoding): constrained, early stop, plain
     outcomes: Counter = field(default_factory=Counter)
+    repeats: int = 0  # replies repeating an earlier one (left out of `outcomes`: they say nothing new)
 
     @property
     def replies(self) -> int:
@@ -58,12 +60,15 @@ def traces_next_to(results: Path) -> list[Path]:
 
 
 def format_outcomes(steps: list[StepReport]) -> list[FormatOutcomes]:
-    """Per model x edit format, the outcomes of its replies (those saying nothing about it left out)."""
-    groups: dict[tuple[str, str], FormatOutcomes] = {}
+    """Per model x edit format x decoding, the outcomes of its replies (those saying nothing about it left
+    out) and how many repeated an earlier reply."""
+    groups: dict[tuple[str, str, str], FormatOutcomes] = {}
     for step in steps:
         if not step.edit_format:
             continue
-        key = (step.model, step.edit_format)
+        key = (step.model, step.edit_format, step.decoding)
         group = groups.setdefault(key, FormatOutcomes(*key))
         group.outcomes.update(_step_outcomes(step))
+        outcomes = [c.outcome for c in step.candidates] if step.candidates else [step.outcome]
+        group.repeats += sum(1 for o in outcomes if o and o.repeats)
     return [groups[k] for k in sorted(groups) if groups[k].replies]

@@ -252,26 +252,31 @@ def replay_table(rows: list[dict]) -> str:
 
 
 def agent_runs(rows: list[dict]) -> list[dict]:
-    """Agent rows, one per task x model x format x candidates (a resumed run that retried an error: the last
-    row wins)."""
-    latest = {(r["task"], r["model"], r["format"], r.get("candidates", 1)): r for r in rows_of(rows, "agent")}
-    return sorted(latest.values(), key=lambda r: (r["task"], r["model"], r["format"], r.get("candidates", 1)))
+    """Agent rows, one per task x model x format x candidates x decoding (a resumed run that retried an
+    error: the last row wins)."""
+    latest = {_run_key(r): r for r in rows_of(rows, "agent")}
+    return sorted(latest.values(), key=_run_key)
+
+
+def _run_key(r: dict) -> tuple:
+    return r["task"], r["model"], r["format"], r.get("candidates", 1), r.get("decoding", "default")
 
 
 def agent_summary_rows(rows: list[dict]) -> list[dict]:
-    """Per model x format x candidates: solve rate, and per solved task the median decode tokens, decode
-    passes and whole-file tokens (a plain decode of the whole files: one pass per token, the baseline the
-    passes are measured against)."""
+    """Per model x format x candidates x decoding: solve rate, and per solved task the median decode
+    tokens, decode passes and whole-file tokens (a plain decode of the whole files: one pass per token, the
+    baseline the passes are measured against)."""
     groups: dict[tuple, list[dict]] = defaultdict(list)
     for r in agent_runs(rows):
-        groups[(r["model"], r["format"], r.get("candidates", 1))].append(r)
+        groups[(r["model"], r["format"], r.get("candidates", 1), r.get("decoding", "default"))].append(r)
     out = []
-    for (model, fmt, n), rs in sorted(groups.items()):
+    for (model, fmt, n, decoding), rs in sorted(groups.items()):
         solved = [r for r in rs if r["solved"]]
         passes = _median(r.get("decode_passes") for r in solved)
         whole_tokens = _median(r["whole_file_tokens"] for r in solved)
         out.append({
-            "model": model, "format": fmt, "candidates": n, "runs": len(rs), "solved": len(solved),
+            "model": model, "format": fmt, "candidates": n, "decoding": decoding, "runs": len(rs),
+            "solved": len(solved),
             "solve rate": len(solved) / len(rs), "errors": sum(1 for r in rs if r.get("error")),
             "mean steps": statistics.mean(r["steps"] for r in rs),
             "median decode tokens (solved)": _median(r["completion_tokens"] for r in solved),
@@ -279,6 +284,10 @@ def agent_summary_rows(rows: list[dict]) -> list[dict]:
             "median whole-file tokens (solved)": whole_tokens,
             "median whole/passes (solved)": _median(_ratio(r["whole_file_tokens"], r.get("decode_passes"))
                                                     for r in solved),
+            "decode passes / step": _ratio(sum(r.get("decode_passes") or 0 for r in rs),
+                                           sum(r["steps"] for r in rs)),
+            "early stops": sum(r.get("early_stops", 0) for r in rs),
+            "budget unspent (stopped)": sum(r.get("decode_budget_unspent", 0) for r in rs),
             "decode saved": sum(r["decode_saved"] for r in rs),
             "passes saved": sum(r.get("decode_passes_saved") or 0 for r in rs),
             "median wall s": _median(r["wall_s"] for r in rs),
@@ -294,11 +303,12 @@ def agent_table(rows: list[dict]) -> str:
     header = list(summary[0])
     body = [[_fmt(v, 2) if not isinstance(v, str) else v for v in s.values()] for s in summary]
     per_run = _md_table(
-        ["task", "model", "format", "candidates", "solved", "steps", "prompt", "cached", "completion",
-         "passes", "whole-file", "decode saved", "passes saved", "wall s", "stopped / error"],
+        ["task", "model", "format", "candidates", "decoding", "solved", "steps", "prompt", "cached",
+         "completion", "passes", "whole-file", "decode saved", "passes saved", "wall s", "stopped / error"],
         [
             [
-                r["task"], r["model"], r["format"], str(r.get("candidates", 1)), _fmt(bool(r["solved"])),
+                r["task"], r["model"], r["format"], str(r.get("candidates", 1)), r.get("decoding", "default"),
+                _fmt(bool(r["solved"])),
                 str(r["steps"]), _fmt(r["prompt_tokens"]), _fmt(r["cached_tokens"]),
                 _fmt(r["completion_tokens"]), _fmt(r.get("decode_passes")), _fmt(r["whole_file_tokens"]),
                 _fmt(r["decode_saved"]), _fmt(r.get("decode_passes_saved")), _fmt(r["wall_s"], 1),
@@ -398,12 +408,15 @@ def _header_cell(key: str, value) -> str:
 
 
 def replies_table(groups: list[FormatOutcomes]) -> str:
-    """Per model x edit format: replies, how many applied (tests ran), and what became of the rest."""
+    """Per model x edit format x decoding: replies, how many applied (tests ran), what became of the rest,
+    and the replies that repeated an earlier one (not counted in the others)."""
     body = []
     for g in groups:
         rest = ", ".join(f"{o} {n}" for o, n in g.outcomes.most_common() if o not in APPLIED)
-        body.append([g.model, g.edit_format, str(g.replies), str(g.applied), _fmt(g.apply_rate), rest or "-"])
-    return _md_table(["model", "edit format", "replies", "applied", "apply rate", "not applied"], body)
+        body.append([g.model, g.edit_format, g.decoding or "plain", str(g.replies), str(g.applied),
+                     _fmt(g.apply_rate), rest or "-", str(g.repeats)])
+    return _md_table(["model", "edit format", "decoding", "replies", "applied", "apply rate", "not applied",
+                      "repeats"], body)
 
 
 def render_markdown(rows: list[dict], replies: list[FormatOutcomes] = ()) -> str:

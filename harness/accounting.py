@@ -97,6 +97,10 @@ class _Savings(BaseModel):
         return None if self.decode_passes is None else self.whole_file_tokens - self.decode_passes
 
 
+DECODED_CONSTRAINED = "constrained"
+DECODED_WATCHED = "early stop"
+
+
 class StepReport(_Savings):
     step: int
     action: str  # edit | view | grep | none
@@ -133,6 +137,12 @@ class StepReport(_Savings):
     # the first reply repeated an earlier one and was asked for again (its tokens are counted above too)
     resampled: bool = False
     format_reason: str | None = None  # `auto`: why this step's format was chosen (expected costs compared)
+    # how the reply was decoded: DECODED_CONSTRAINED (under the edits constraint, engine/constraints),
+    # DECODED_WATCHED (streamed under the early-stop watch, harness/early_stop.py) or "" (plainly)
+    decoding: str = ""
+    # a reply stopped early: the decode tokens its max_tokens still allowed when it was cut. The most the
+    # stop saved: left alone, the reply would have ended at its own end of text or at max_tokens
+    decode_budget_unspent: int | None = None
 
     @classmethod
     def from_completion(cls, completion, **fields) -> StepReport:

@@ -15,11 +15,18 @@ from rich.console import Console
 
 from deltaserve.errors import DeltaserveError
 from deltaserve.harness import accounting, client, context, formats, local_provider
-from deltaserve.harness.accounting import ApplyOutcome, RunReport, StepReport, TestOutcome
+from deltaserve.harness.accounting import (
+    DECODED_CONSTRAINED,
+    DECODED_WATCHED,
+    ApplyOutcome,
+    RunReport,
+    StepReport,
+    TestOutcome,
+)
 from deltaserve.harness.candidates import CandidateOutcome, candidate_context, choose, try_reply
 from deltaserve.harness.config import AgentConfig, default_test_cmd
 from deltaserve.harness.console_view import ConsoleView
-from deltaserve.harness.early_stop import SearchReplaceWatch, file_reader
+from deltaserve.harness.early_stop import EARLY_STOP, SearchReplaceWatch, file_reader
 from deltaserve.harness.events import AgentObserver, RunStart, StepDetails
 from deltaserve.harness.format_choice import FormatPlan
 from deltaserve.harness.formats import auto, whole
@@ -126,19 +133,30 @@ class Agent:
         c = self.config
         args = dict(model=c.model, messages=messages, max_tokens=c.max_tokens, api_base=c.api_base,
                     prediction=prediction, **self.completion_kwargs)
-        if self.format.name != "search_replace":
-            return args
-        constrain = c.constrain_edits
-        if constrain is None:
-            constrain = local_provider.is_local(self.model)
-        files = self.in_play() if c.allow_test_edits else self.code_in_play()
-        if constrain and files:
-            edits = {"format": "search_replace", "files": {p: self.workspace.read_text(p) for p in files}}
+        decoding = self.decoding()
+        if decoding == DECODED_CONSTRAINED:
+            files = {p: self.workspace.read_text(p) for p in self.edit_files()}
             extra = dict(args.get("extra_body") or {})
-            args["extra_body"] = {**extra, "structured_outputs": {"edits": edits}}
-        elif c.early_stop and c.candidates == 1:
+            args["extra_body"] = {**extra, "structured_outputs": {"edits": {"format": "search_replace",
+                                                                             "files": files}}}
+        elif decoding == DECODED_WATCHED:
             args["watch"] = SearchReplaceWatch(file_reader(self.workspace))
         return args
+
+    def edit_files(self) -> list[str]:
+        """The files this step's edits may name."""
+        return self.in_play() if self.config.allow_test_edits else self.code_in_play()
+
+    def decoding(self) -> str:
+        """How this step's reply is decoded: under the edits constraint (a search_replace step on our engine),
+        watched as it streams to stop it early (a search_replace step elsewhere, one candidate) or plainly."""
+        c = self.config
+        if self.format.name != "search_replace":
+            return ""
+        constrain = local_provider.is_local(self.model) if c.constrain_edits is None else c.constrain_edits
+        if constrain and self.edit_files():
+            return DECODED_CONSTRAINED
+        return DECODED_WATCHED if c.early_stop and c.candidates == 1 else ""
 
     def resample(self, messages: list[dict], prediction: str | None, step: int, repeat):
         """A reply repeating an earlier one is known before anything is applied, so it need not cost a step:
@@ -392,8 +410,22 @@ class Agent:
             fields["apply"] = ApplyOutcome(ok=False, error=trial.error, dry_run=dry_run)
         if trial.tests is not None:
             fields["tests"] = TestOutcome.from_result(trial.tests)
+        fields.update(self.cut_reply_counts(reply))
         return StepReport.from_completion(reply, step=step, model=self.model, edit_format=self.format.name,
-                                          action=trial.outcome.action, outcome=trial.outcome, **fields)
+                                          action=trial.outcome.action, outcome=trial.outcome,
+                                          decoding=self.decoding(), **fields)
+
+    def cut_reply_counts(self, reply) -> dict:
+        """A reply stopped early: its stream closed before the usage block, so its tokens are counted here
+        (the prompt's from its text, less the chat template's few tokens), and the budget it left unspent."""
+        if reply.finish_reason != EARLY_STOP:
+            return {}
+        completion = self.count(reply.text)  # the text kept is what was decoded (a scripted reply: cut here)
+        counts = {"completion_tokens": completion,
+                  "decode_budget_unspent": max(0, self.config.max_tokens - completion)}
+        if reply.prompt_tokens is None:
+            counts["prompt_tokens"] = sum(self.count(m.get("content") or "") for m in self.state.prompts[-1])
+        return counts
 
     @staticmethod
     def details(trial: Trial) -> StepDetails:

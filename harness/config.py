@@ -82,6 +82,16 @@ class AgentConfig(BaseModel):
     first prompt's context caps shrink until prompt + max_tokens + history_room fit."""
 
 
+# how search_replace replies are decoded, by name (`eval agent --decoding`): the AgentConfig fields each sets.
+# "default" is fix's: the constraint on our engine in-process, early stop elsewhere
+EDIT_DECODINGS: dict[str, dict] = {
+    "default": {},
+    "plain": {"constrain_edits": False, "early_stop": False},
+    "early-stop": {"constrain_edits": False, "early_stop": True},
+    "constrained": {"constrain_edits": True, "early_stop": False},
+}
+
+
 def default_test_cmd() -> str:
     """The test command when none is given: pytest under the interpreter running the agent."""
     return f"{shlex.quote(sys.executable)} -m pytest -q -x"

@@ -25,6 +25,7 @@ from deltaserve.evals.report import report_from_file
 from deltaserve.evals.swebench_import import import_swebench
 from deltaserve.evals.task_suite import load_tasks
 from deltaserve.harness import local_provider
+from deltaserve.harness.config import EDIT_DECODINGS
 
 
 def _comma_list(value: str | None) -> list[str] | None:
@@ -91,6 +92,12 @@ def register(subparsers) -> None:
                     help="comma-separated edit formats")
     ag.add_argument("--candidates", default=",".join(map(str, default(AgentEvalConfig, "candidates"))),
                     metavar="LIST", help="comma-separated candidate counts per step, each a run")
+    ag.add_argument("--decoding", default=",".join(default(AgentEvalConfig, "decodings")), metavar="LIST",
+                    help="comma-separated ways to decode search_replace replies, each a run: constrained "
+                         "(every block quotes lines of a file in play, so it applies; our engine only), "
+                         "early-stop (streamed, cut at the first SEARCH line the file lacks), plain, or "
+                         "default (as fix: constrained on local/ models, early-stop elsewhere); compare "
+                         "them in one report, e.g. plain,constrained")
     ag.add_argument("--threads", type=int, default=None, metavar="N",
                     help="CPU threads for local engines (default: torch's)")
     ag.add_argument("--tasks", metavar="IDS", help="comma-separated task ids (default: all)")
@@ -178,6 +185,12 @@ def run_agent(args) -> int:
     if args.workers < 1:
         print("deltaserve eval agent: --workers must be at least 1", file=sys.stderr)
         return 2
+    decodings = _comma_list(args.decoding) or default(AgentEvalConfig, "decodings")
+    unknown = [d for d in decodings if d not in EDIT_DECODINGS]
+    if unknown:
+        print(f"deltaserve eval agent: unknown --decoding {unknown[0]!r}; choose from "
+              f"{', '.join(EDIT_DECODINGS)}", file=sys.stderr)
+        return 2
     names = _comma_list(args.models) or default(AgentEvalConfig, "models")
     models = [agent_model(m) for m in names]  # every name checked before any run
     for model in models:  # local engines built now, with the disk tier if asked
@@ -188,6 +201,7 @@ def run_agent(args) -> int:
         models=models,
         formats=_comma_list(args.formats),
         candidates=[int(n) for n in _comma_list(args.candidates)],
+        decodings=decodings,
         task_ids=_comma_list(args.tasks),
         tasks_dir=args.tasks_dir,
         max_steps=args.max_steps,

@@ -66,8 +66,8 @@ def test_runs_are_recorded_and_a_rerun_resumes(tmp_path, gold_udiff):
     assert report.startswith("# deltaserve eval report\n\n| run | version | model | machine | command |")
     assert (out / "agent.png").read_bytes()[:4] == b"\x89PNG"
     # from the traces: the gold udiff applied (tests ran), the clueless prose reply had no edits
-    assert f"| {GOLD} | udiff | 1 | 1 | 1.00 | - |" in report
-    assert f"| {CLUELESS} | udiff | 1 | 0 | 0.00 | no edits 1 |" in report
+    assert f"| {GOLD} | udiff | plain | 1 | 1 | 1.00 | - | 0 |" in report
+    assert f"| {CLUELESS} | udiff | plain | 1 | 0 | 0.00 | no edits 1 | 0 |" in report
 
     # a run that ended in an error is tried again; the report keeps only the latest row per run
     append_row(out / "results.jsonl", {**rows[CLUELESS], "error": "ConnectionError: boom"})
@@ -75,6 +75,32 @@ def test_runs_are_recorded_and_a_rerun_resumes(tmp_path, gold_udiff):
     third = run_agent_eval(config)
     assert (third["ran"], third["skipped"]) == (0, 2)  # the CLUELESS key has an ok row already
     assert len(load_rows(out / "results.jsonl")) == lines_before
+
+
+def test_decodings_are_runs_of_their_own_compared_in_one_report(tmp_path):
+    # a reply quoting a line the file lacks: applied as it is (plain) it fails; watched, it is cut there
+    bad = ("quickstats/summary.py\n```\n<<<<<<< SEARCH\ndef median(values):\n"
+           "    raise SystemExit('no line of the module reads like this one')\n    return values\n"
+           "=======\ndef median(values):\n    return 0\n>>>>>>> REPLACE\n```\n")
+    out = tmp_path / "agent"
+    config = AgentEvalConfig(models=[GOLD], formats=["search_replace"], decodings=["plain", "early-stop"],
+                             task_ids=[TASK], max_steps=1, out_dir=out, progress=False,
+                             run_kwargs=lambda task, model, fmt: {"mock_response": bad})
+    assert run_agent_eval(config)["ran"] == 2
+    rows = {r["decoding"]: r for r in rows_of(load_rows(out / "results.jsonl"), "agent")}
+    assert (rows["plain"]["early_stops"], rows["plain"]["decode_budget_unspent"]) == (0, 0)
+    assert rows["early-stop"]["early_stops"] == 1
+    stopped = rows["early-stop"]
+    assert stopped["completion_tokens"] > 0  # counted up to the cut (a mock's usage is a dummy's)
+    assert stopped["decode_budget_unspent"] == config.max_tokens - stopped["completion_tokens"]
+    assert sorted(p.name for p in (out / "runs").glob("*.trace.jsonl")) == [
+        f"{TASK}__openai_gpt-4o-mini__search_replace__early-stop.trace.jsonl",
+        f"{TASK}__openai_gpt-4o-mini__search_replace__plain.trace.jsonl"]
+    report = (out / "report.md").read_text()
+    assert f"| {GOLD} | search_replace | early stop | 1 | 0 | 0.00 | stopped early 1 | 0 |" in report
+    assert f"| {GOLD} | search_replace | plain | 1 | 0 | 0.00 | apply failed 1 | 0 |" in report
+    with pytest.raises(ValueError, match="unknown decoding 'sideways'"):
+        run_agent_eval(AgentEvalConfig(models=[GOLD], decodings=["sideways"], out_dir=out, progress=False))
 
 
 def test_editing_the_tests_does_not_count_as_solved(tmp_path, gold_udiff):
@@ -96,9 +122,9 @@ def test_a_report_merges_runs_of_several_formats(tmp_path, gold_udiff):
                                        out_dir=outs[-1], progress=False, run_kwargs=scripted(gold_udiff)))
     paths = report_from_file([o / "results.jsonl" for o in outs], tmp_path / "merged")
     report = paths["report"].read_text()
-    assert f"| {GOLD} | udiff | 1 | 1 |" in report
+    assert f"| {GOLD} | udiff | 1 | default | 1 | 1 |" in report
     # the gold udiff is not a whole-format reply: it parses as no file, so nothing was written
-    assert f"| {GOLD} | whole | 1 | 0 |" in report
+    assert f"| {GOLD} | whole | 1 | default | 1 | 0 |" in report
     assert report.count(f"| {TASK} | {GOLD} |") == 2
 
 

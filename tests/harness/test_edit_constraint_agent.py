@@ -34,6 +34,7 @@ def test_a_local_models_search_replace_reply_is_blocks_that_apply(project, quick
     for step in report.steps:
         assert step.outcome not in NEVER_FROM_A_CONSTRAINED_REPLY, (step.outcome, step.reply)
         assert step.reply.startswith("calc.py\n```\n<<<<<<< SEARCH\n")
+        assert step.decoding == "constrained" and step.decode_budget_unspent is None
 
 
 def test_another_providers_reply_is_stopped_at_a_line_the_file_lacks(project, quick_test_cmd):
@@ -55,3 +56,7 @@ def test_another_providers_reply_is_stopped_at_a_line_the_file_lacks(project, qu
     assert step.outcome == Outcome.STOPPED_EARLY
     assert "accumulate_everything(a, b)\n" in step.reply and "return total" not in step.reply  # cut there
     assert (project / "calc.py").read_text().count("a - b") == 1  # nothing written
+    # the tokens decoded up to the cut are counted (a stream cut early brings no usage block)
+    assert step.decoding == "early stop"
+    assert 0 < step.completion_tokens < agent.count(bad) and step.prompt_tokens > 0
+    assert step.decode_budget_unspent == agent.config.max_tokens - step.completion_tokens
