@@ -137,7 +137,7 @@ class Agent:
         if decoding == DECODED_CONSTRAINED:
             files = {p: self.workspace.read_text(p) for p in self.edit_files()}
             extra = dict(args.get("extra_body") or {})
-            args["extra_body"] = {**extra, "structured_outputs": {"edits": {"format": "search_replace",
+            args["extra_body"] = {**extra, "structured_outputs": {"edits": {"format": self.format.name,
                                                                              "files": files}}}
         elif decoding == DECODED_WATCHED:
             args["watch"] = SearchReplaceWatch(file_reader(self.workspace))
@@ -148,15 +148,17 @@ class Agent:
         return self.in_play() if self.config.allow_test_edits else self.code_in_play()
 
     def decoding(self) -> str:
-        """How this step's reply is decoded: under the edits constraint (a search_replace step on our engine),
-        watched as it streams to stop it early (a search_replace step elsewhere, one candidate) or plainly."""
+        """How this step's reply is decoded: under its format's edits constraint (search_replace, or symbol
+        with a Python file to edit, on our engine), watched as it streams to stop it early (search_replace
+        elsewhere, one candidate) or plainly."""
         c = self.config
-        if self.format.name != "search_replace":
-            return ""
+        name = self.format.name
         constrain = local_provider.is_local(self.model) if c.constrain_edits is None else c.constrain_edits
-        if constrain and self.edit_files():
+        if constrain and name == "search_replace" and self.edit_files():
             return DECODED_CONSTRAINED
-        return DECODED_WATCHED if c.early_stop and c.candidates == 1 else ""
+        if constrain and name == "symbol" and any(p.endswith(".py") for p in self.edit_files()):
+            return DECODED_CONSTRAINED
+        return DECODED_WATCHED if name == "search_replace" and c.early_stop and c.candidates == 1 else ""
 
     def resample(self, messages: list[dict], prediction: str | None, step: int, repeat):
         """A reply repeating an earlier one is known before anything is applied, so it need not cost a step:

@@ -7,6 +7,8 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict
 
+from deltaserve.engine.constraints.symbol_grammar import python_files, symbol_grammar
+
 # OpenAI's response_format json_object: any JSON object
 ANY_OBJECT: dict[str, Any] = {"type": "object"}
 
@@ -14,7 +16,8 @@ ANY_OBJECT: dict[str, Any] = {"type": "object"}
 class GrammarSpec(BaseModel):
     """The output matches a JSON schema (a dict), a regular expression or a Lark grammar (llguidance's
     dialect) from its first token; or it is SEARCH/REPLACE blocks that apply to the given files (source:
-    {"files": {path: text}}; engine/constraints/search_replace.py)."""
+    {"files": {path: text}}; engine/constraints/search_replace.py). The symbol edit format is a Lark grammar
+    (`symbol`)."""
 
     model_config = ConfigDict(extra="forbid", frozen=True)
 
@@ -28,6 +31,11 @@ class GrammarSpec(BaseModel):
     @classmethod
     def search_replace(cls, files: dict[str, str]) -> GrammarSpec:
         return cls(kind="search_replace", source={"files": dict(files)})
+
+    @classmethod
+    def symbol(cls, paths) -> GrammarSpec:
+        """Whole definitions of these files' Python ones (symbol_grammar.py); ValueError without one."""
+        return cls(kind="lark", source=symbol_grammar(python_files(paths)))
 
     def key(self) -> str:
         """A stable text of the spec (compiled grammars are cached by it)."""

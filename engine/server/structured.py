@@ -8,6 +8,7 @@ import re
 from deltaserve.engine.constraints import GrammarSpec
 from deltaserve.engine.server.openai_protocol import (
     ChatCompletionRequest,
+    EditsConstraint,
     ResponseFormat,
     SamplingRequest,
     StructuredOutputs,
@@ -49,5 +50,16 @@ def outputs_spec(outputs: StructuredOutputs) -> GrammarSpec:
     if outputs.grammar is not None:
         return GrammarSpec(kind="lark", source=outputs.grammar)
     if outputs.edits is not None:
-        return GrammarSpec.search_replace(outputs.edits.files)
+        return edits_spec(outputs.edits)
     return GrammarSpec(kind="regex", source="|".join(map(re.escape, outputs.choice)))
+
+
+def edits_spec(edits: EditsConstraint) -> GrammarSpec:
+    """Our `edits` extension's constraint, per edit format."""
+    if edits.format == "search_replace":
+        return GrammarSpec.search_replace(edits.files)
+    try:
+        return GrammarSpec.symbol(edits.files)
+    except ValueError as exc:
+        raise APIError(400, f"structured_outputs: {exc}", param="structured_outputs",
+                       code="invalid_grammar") from exc

@@ -37,6 +37,16 @@ def test_a_local_models_search_replace_reply_is_blocks_that_apply(project, quick
         assert step.decoding == "constrained" and step.decode_budget_unspent is None
 
 
+def test_a_local_models_symbol_reply_is_definitions_of_a_python_file_in_play(project, quick_test_cmd,
+                                                                            local_tiny):
+    agent = Agent(project, "add() returns the wrong result", model=local_tiny, edit_format="symbol",
+                  test_cmd=quick_test_cmd, max_steps=1, max_tokens=60, localize=False, sandbox="none",
+                  console=Console(file=io.StringIO()))
+    step = agent.run().steps[0]
+    assert step.decoding == "constrained" and step.reply.startswith("calc.py\n```python\n"), step.reply
+    assert step.outcome not in (Outcome.PARSE_FAILED, Outcome.NO_EDITS, Outcome.EXAMPLE_COPIED)
+
+
 def test_another_providers_reply_is_stopped_at_a_line_the_file_lacks(project, quick_test_cmd):
     from deltaserve.harness.client import complete
 

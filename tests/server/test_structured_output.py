@@ -71,6 +71,8 @@ def test_structured_outputs_extension(openai_client, outputs, pattern):
      "structured_outputs"),
     ({"structured_outputs": {"regex": "a", "choice": ["b"]}}, "structured_outputs"),
     ({"structured_outputs": {"regex": "(unclosed"}}, "structured_outputs"),
+    ({"structured_outputs": {"edits": {"format": "symbol", "files": {"notes.txt": "x\n"}}}},
+     "structured_outputs"),
 ])
 def test_what_cannot_be_served_is_a_400(http, body, param):
     r = http.post("/v1/chat/completions", json={"model": TINY, "messages": MESSAGES, "max_tokens": 4, **body})
@@ -109,3 +111,13 @@ def test_edits_extension_gives_search_replace_blocks_that_apply(openai_client):
         search = rest.split("<<<<<<< SEARCH\n", 1)[1].split("=======\n", 1)[0]
         if "=======\n" in rest:  # the SEARCH part is done: a run of the file's own lines
             assert search and search in files[path]
+
+
+def test_edits_extension_gives_symbol_blocks_of_the_python_files(openai_client):
+    files = {"calc.py": "def add(a, b):\n    return a - b\n", "notes.txt": "one\ntwo\n"}
+    for seed in range(2):
+        reply = openai_client.chat.completions.create(
+            model=TINY, messages=[{"role": "user", "content": "Fix add."}], max_tokens=48, seed=seed,
+            temperature=1.0,
+            extra_body={"structured_outputs": {"edits": {"format": "symbol", "files": files}}})
+        assert reply.choices[0].message.content.startswith("calc.py\n```python\n")

@@ -1,0 +1,43 @@
+"""The `symbol` edit format as a Lark grammar (llguidance's dialect): a reply is one or more blocks, each a
+Python file in play alone on a line, then a ```python fence holding complete definitions.
+
+What it guarantees: every block names one of the files, and its fence opens with definitions: imports
+(optional), then a `def`/`class` (decorated, async or indented as a method alone: all allowed), and every
+line at the margin after that starts another definition, decorator, import or comment, or closes a bracket
+(black's `):`); the rest is indented. Names and bodies stay free: a new function is as welcome as an old
+one, and the code is the model's. So the reply parses as definitions of those files; whether they are
+right is for the tests. The fixed text (the fence lines) is forced, so it is drafted and verified in one pass.
+"""
+
+from __future__ import annotations
+
+import json
+
+# a line at the margin that may follow the first definition (anything else there would end the code)
+_AT_MARGIN = r"(@|def[ \t]|async[ \t]|class[ \t]|import[ \t]|from[ \t]|#|[)\]}])[^\n]*\n"
+_IMPORT = r"(import|from)[ \t][^\n]*\n"
+_COMMENT_OR_BLANK = r"[ \t]*(#[^\n]*)?\n"
+# the first definition: its decorators, then `def name` / `async def name` / `class Name`
+_HEAD = r"[ \t]*(@[^\n]*\n[ \t]*)*(async[ \t]+)?(def|class)[ \t]+[A-Za-z_][A-Za-z0-9_]*[^\n]*\n"
+_BODY_LINE = rf"([ \t]+[^\n]*\n|\n|{_AT_MARGIN})"
+# lines of imports, comments or blanks before the first definition, at most: a model cannot wander there
+PREAMBLE_LINES = 12
+DEFINITIONS = rf"({_IMPORT}|{_COMMENT_OR_BLANK}){{0,{PREAMBLE_LINES}}}{_HEAD}{_BODY_LINE}*"
+
+
+def python_files(paths) -> list[str]:
+    """The paths a symbol reply may name: the Python ones."""
+    return sorted(p for p in paths if p.endswith(".py"))
+
+
+def symbol_grammar(paths: list[str]) -> str:
+    """The grammar of a symbol reply editing these Python files."""
+    if not paths:
+        raise ValueError("a symbol constraint needs a Python file to edit")
+    names = " | ".join(json.dumps(p) for p in paths)  # a JSON string is a Lark string literal
+    return "\n".join([
+        "start: block+",
+        'block: PATH "\\n```python\\n" DEFINITIONS "```\\n" "\\n"?',
+        f"PATH: {names}",
+        f"DEFINITIONS: /{DEFINITIONS}/",
+    ])

@@ -1,0 +1,69 @@
+"""The symbol edit format's constraint (engine/constraints/symbol_grammar.py, a Lark grammar llguidance runs):
+whatever a model's weights prefer, its reply is blocks naming the Python files in play, each a ```python
+fence of definitions; a reply it ends is read by the symbol format's own parser as edits of those files."""
+
+from __future__ import annotations
+
+import pytest
+import regex
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from deltaserve.engine import Engine, SamplingParams
+from deltaserve.engine.constraints import GrammarSpec
+from deltaserve.engine.constraints.symbol_grammar import DEFINITIONS
+from deltaserve.harness.formats.symbol import SymbolEdit, SymbolFormat
+
+FILES = ["calc.py", "pkg/util.py", "README.md"]  # the Markdown file cannot be named in a symbol reply
+
+
+def _reply_pattern(paths: list[str]) -> regex.Pattern:
+    names = "|".join(map(regex.escape, paths))
+    return regex.compile(rf"(({names})\n```python\n{DEFINITIONS}```\n\n?)+")
+
+
+@pytest.fixture(scope="module")
+def eng(tiny_llama):
+    return Engine.from_pretrained(str(tiny_llama), dtype="float32", num_blocks=256, speculative="ngram",
+                                  draft_token_cost=0.05)
+
+
+@given(seed=st.integers(0, 2**31), temperature=st.sampled_from([0.0, 1.0, 1.6]))
+@settings(max_examples=15, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+def test_any_reply_is_a_start_of_definitions_of_the_python_files(eng, seed, temperature):
+    out = eng.generate("Fix the bug.", SamplingParams(max_tokens=96, temperature=temperature, seed=seed,
+                                                      grammar=GrammarSpec.symbol(FILES)))[0]
+    assert out.error is None and out.finish_reason in ("stop", "length")
+    pattern = _reply_pattern(["calc.py", "pkg/util.py"])
+    if out.finish_reason == "length":
+        assert pattern.fullmatch(out.text, partial=True), out.text
+    else:
+        assert pattern.fullmatch(out.text), out.text
+        edits = SymbolFormat().parse(out.text)
+        assert edits and all(isinstance(e, SymbolEdit) and e.path in FILES for e in edits)
+
+
+def test_written_definitions_are_accepted_and_anything_else_is_not(eng):
+    good = ("calc.py\n```python\nimport math\n\n@cache\ndef add(\n    a, b\n):\n    return a + b\n```\n\n"
+            "pkg/util.py\n```python\n    def method(self):\n        return 1\n\n\nclass New:\n"
+            "    x = 1\n```\n")
+    constraint = eng.grammars.compile(GrammarSpec.symbol(FILES))
+    ids = _tokens(eng, good)
+    assert constraint.valid_prefix(ids) == len(ids)
+    assert all(constraint.accept(t) for t in ids) and constraint.accept(sorted(eng.eos_token_ids)[0])
+    for bad in ("README.md\n",  # not Python
+                "calc.py\n```python\nx = 1\n",  # no definition
+                "calc.py\n```python\ndef add(a, b):\n    return a\nprint(add(1, 2))\n",  # a statement after
+                "calc.py\n```python\ndef add(a, b):\n    return a\n```\nThat fixes it."):  # prose after
+        fresh = eng.grammars.compile(GrammarSpec.symbol(FILES))
+        ids = _tokens(eng, bad)
+        assert fresh.valid_prefix(ids) < len(ids), bad
+
+
+def test_without_a_python_file_there_is_nothing_to_constrain():
+    with pytest.raises(ValueError, match="Python file"):
+        GrammarSpec.symbol(["README.md"])
+
+
+def _tokens(eng, text: str) -> list[int]:
+    return eng.tokenizer.encode(text, add_special_tokens=False)
