@@ -2,13 +2,13 @@
 
 fbgemm's int8 GEMM (the w8a8 layers and the int8 head, engine/quant.py) runs on its own packed copy of each
 weight, which no file can hold: torch exposes it only as an opaque object. Packing is the bulk of a start
-from the weight cache (~4-6 ns a weight on a 2-core EPYC: ~8 s single-threaded for the 1.5B model), and
-torch's op releases the GIL, so a `Packer` runs the packs on `workers` threads while the main thread reads
-the next weights from disk; at most `2 x workers` packs wait at once, so the int8 weights read for them
-never pile up in memory.
+from the weight cache (~3 ns a weight on a 2-core EPYC, big weights packed in parts: ~4.5 s single-threaded
+for the 1.5B model), and torch's op releases the GIL, so a `Packer` runs the packs on `workers` threads
+while the main thread maps the next weights; at most `2 x workers` packs wait at once, so the int8 weights
+mapped for them never pile up in memory (each part's pages leave the process once it is packed).
 
 glibc keeps freed blocks under its mmap threshold (raised as large blocks are freed, up to 32 MB) in its
-heaps, one per thread: the int8 weights read and copied for packing (up to 28 MB each) stayed as holes
+heaps, one per thread: the int8 weights once read and copied for packing (up to 28 MB each) stayed as holes
 between the packed ones, 400 MB of the 1.5B model's resident memory. While packing, blocks from 1 MB are
 mapped on their own, so each goes back to the system when freed; afterwards the thresholds are where
 glibc's own adjustment ends up (mmap 32 MB, trim 64 MB) and the heaps are trimmed.

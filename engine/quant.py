@@ -59,11 +59,15 @@ QUANT_CHUNK_ROWS = 8192  # rows quantized at once (a float32 copy of 8,192 x 1,5
 # scratch a call holds (the 1.5B model's gate/up at 2,048 rows: 18 MB, not 147 MB), and it runs 1.2-1.5x
 # faster than one GEMM over all rows (1 thread, 2-core AVX-512 EPYC).
 ROW_CHUNK = 256
-# A dynamic linear with more output rows than PACK_SPLIT_ROWS (a vocabulary head) is packed in parts of
-# PACK_PART_ROWS: fbgemm packs the 1.5B model's 152k-row head at ~10 ns a weight whole, ~5 ns in parts, and a
-# part costs ~30 us a call (so the layers, at most 18k rows, stay whole).
-PACK_SPLIT_ROWS = 65536
-PACK_PART_ROWS = 16384
+# A dynamic linear with more output rows than PACK_SPLIT_ROWS and at least PACK_SPLIT_MIN_INPUTS inputs is
+# packed in equal parts of at most PACK_PART_ROWS rows: fbgemm packs up to ~6k rows at ~3 ns a weight and from
+# ~8k rows at 4.5-5 (the 1.5B model's 17,920-row gate/up and its 152k-row head; ~1.5 s of a start's CPU), and
+# those parts decode as fast as one packing (1 thread, 2-core AVX-512 EPYC). A part is a call of ~11 us more,
+# which a narrow weight's part does not earn back: SmolLM2-135M's 576-input head decoded 5-10% slower in
+# parts.
+PACK_SPLIT_ROWS = 16384
+PACK_SPLIT_MIN_INPUTS = 1024
+PACK_PART_ROWS = 6144
 
 
 def fast_bf16(device: torch.device) -> bool:
@@ -226,21 +230,35 @@ def _linear_q_dq():
 def pack_dynamic_int8(q: torch.Tensor, scales: torch.Tensor):
     """fbgemm's packed form of per-channel int8 weights q * scales (the bias is added after the row
     scales, so it is not packed)."""
-    qw, raw = int8_for_packing(scales, q.shape[1])
-    raw.copy_(q)
-    return prepack_int8(qw)
+    return prepack_int8(int8_view_for_packing(q.contiguous(), scales))
 
 
-def int8_for_packing(scales: torch.Tensor, k: int) -> tuple[torch.Tensor, torch.Tensor]:
-    """An empty per-channel quantized int8 tensor [len(scales), k] and a plain int8 view of its memory: the
-    weight cache reads the weights straight into it (a copy of 1.5 GB less for the 1.5B model)."""
-    n = scales.shape[0]
+def pack_part_rows(n: int, k: int) -> int:
+    """Rows per fbgemm packing of an [n, k] weight: all n, or equal parts of at most PACK_PART_ROWS."""
+    if n <= PACK_SPLIT_ROWS or k < PACK_SPLIT_MIN_INPUTS:
+        return n
+    return -(-n // -(-n // PACK_PART_ROWS))
+
+
+def int8_view_for_packing(q: torch.Tensor, scales: torch.Tensor) -> torch.Tensor:
+    """A per-channel quantized int8 tensor over the memory of q [n, k] (contiguous), as fbgemm's packing takes
+    it: no copy, so a weight is packed from its view of the weight cache file."""
+    n, k = q.shape
     with warnings.catch_warnings():  # quantized tensors are deprecated; dynamic_int8_works() gates their use
         warnings.simplefilter("ignore", UserWarning)
-        qw = torch._empty_per_channel_affine_quantized((n, k), scales=scales.double(), axis=0,
+        qw = torch._empty_per_channel_affine_quantized((0,), scales=scales.double(), axis=0,
                                                        zero_points=torch.zeros(n, dtype=torch.long),
                                                        dtype=torch.qint8)
-    return qw, torch.empty(0, dtype=torch.int8).set_(qw.untyped_storage(), 0, (n, k))
+    return qw.set_(q.untyped_storage(), q.storage_offset(), (n, k), (k, 1))
+
+
+def pack_int8_rows(parts, start: int, q: torch.Tensor, scales: torch.Tensor):
+    """fbgemm's packing of q, rows [start, start + len(q)) of parts' "q" where they lie (a view of the weight
+    cache file); then those rows are let go (their pages leave the process). Reading them into fresh memory
+    first cost the 1.5B model's start ~0.6 s of CPU (the copy and its page faults)."""
+    packed = prepack_int8(int8_view_for_packing(q, scales))
+    parts.release_rows("q", start, q.shape[0])
+    return packed
 
 
 def prepack_int8(qw: torch.Tensor):
@@ -361,17 +379,18 @@ class QuantizedLinear:
             if keep_dense:
                 dequantized = dequantize_int4(q, self.scales[..., 0].t(), self.scales[..., 1].t())
             packed_bytes = self.packed.nbytes
-        elif self.dynamic:  # fbgemm packs a copy: the int8 weight is read into memory, packed and dropped
+        elif self.dynamic:  # fbgemm packs a copy, read from where the int8 weight lies (pack_int8_rows)
             scales = parts.read("scales")
             n, k = parts.shape("q")
             self.group_size, self.scales = 0, scales.to(dtype)
             packed = []
-            step = PACK_PART_ROWS if n > PACK_SPLIT_ROWS else n
+            step = pack_part_rows(n, k)
+            q = parts.view("q")
             for start in range(0, n, step):
-                qw, raw = int8_for_packing(scales[start:start + step], k)
-                parts.read_rows("q", start, raw)
-                packed.append(prepack_int8(qw) if packer is None else packer.submit(prepack_int8, qw))
-                del qw, raw
+                pack = functools.partial(pack_int8_rows, parts, start, q[start:start + step],
+                                         scales[start:start + step])
+                packed.append(pack() if packer is None else packer.submit(pack))
+            del q
             self.packed = tuple(packed) if packer is None else packed
             if packer is not None:
                 packer.defer(self)

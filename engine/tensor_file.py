@@ -5,8 +5,10 @@ kept (the embedding) keeps every page ever touched resident, and a 3 GB checkpoi
 ends with 3 GB of it in the process. Here each tensor is either
   * `view(name)`: a view of a private memory map (pages come in when read, only those; copy-on-write), for
     tensors the model uses as they are (the embedding: a prompt reads a few rows of 150k), or
-  * `read(name)`: read into fresh memory with one pread, for tensors transformed at load (packed, cast), so
-    the file's pages never count toward the process once the transform is done.
+  * `read(name)`: read into fresh memory with one pread, for tensors transformed at load (cast), so the
+    file's pages never count toward the process once the transform is done.
+A weight that fbgemm packs is read from its view and its pages are let go once packed (`release_rows`):
+they count toward the process only while it is packed, and no copy is made.
 `TensorWriter` streams tensors to disk as they are made (a model's converted weights need never all be in
 memory) and lays the file out by element size, so every view is aligned to its dtype.
 """
@@ -46,13 +48,11 @@ class TensorDict(dict):
     def shape(self, name: str) -> list[int]:
         return list(self[name].shape)
 
-    def read_rows(self, name: str, start: int, out: torch.Tensor) -> torch.Tensor:
-        """Rows [start, start + len(out)) copied into `out`; the tensor is given up with its last row."""
-        t = self[name]
-        out.copy_(t[start:start + out.shape[0]])
-        if start + out.shape[0] >= t.shape[0]:
+    def release_rows(self, name: str, start: int, count: int) -> None:
+        """Rows read (packed) and done with: the tensor is given up with its last row (views of it keep it
+        alive while they live)."""
+        if name in self and start + count >= self[name].shape[0]:
             del self[name]
-        return out
 
 
 def _bytes(t: torch.Tensor) -> memoryview:
@@ -111,28 +111,18 @@ class TensorFile:
 
     def read(self, name: str) -> torch.Tensor:
         """The tensor in fresh memory (one pread straight into it)."""
-        dtype, shape, _ = self.entries[name]
-        return self.read_rows(name, 0, torch.empty(shape, dtype=dtype))
-
-    def shape(self, name: str) -> list[int]:
-        return list(self.entries[name][1])
-
-    def read_rows(self, name: str, start: int, out: torch.Tensor) -> torch.Tensor:
-        """Rows [start, start + len(out)) of the tensor read straight into `out` (contiguous, its dtype), e.g.
-        the memory of a quantized tensor that fbgemm then packs: no copy in between."""
         dtype, shape, offset = self.entries[name]
-        row_bytes = dtype.itemsize
-        for d in shape[1:]:
-            row_bytes *= d
-        buf, pos, first = _bytes(out), 0, self._start + offset + start * row_bytes
-        if out.dtype != dtype or start + (out.shape[0] if out.dim() else 1) > (shape[0] if shape else 1):
-            raise ValueError(f"{name!r}: cannot read {tuple(out.shape)} {out.dtype} from row {start}")
+        out = torch.empty(shape, dtype=dtype)
+        buf, pos, first = _bytes(out), 0, self._start + offset
         while pos < len(buf):
             got = os.preadv(self._fd, [buf[pos:]], first + pos)
             if got <= 0:
                 raise TensorFileError(f"{self.path} ended while reading {name!r}")
             pos += got
         return out
+
+    def shape(self, name: str) -> list[int]:
+        return list(self.entries[name][1])
 
     def view(self, name: str) -> torch.Tensor:
         """The tensor as a view of a private map of the file: no copy, and only its pages that are read come
@@ -148,6 +138,21 @@ class TensorFile:
         raw = torch.frombuffer(self._map, dtype=torch.uint8, count=count * dtype.itemsize,
                                offset=self._start + offset)
         return raw.view(dtype).reshape(shape)
+
+    def release_rows(self, name: str, start: int, count: int) -> None:
+        """The pages that rows [start, start + count) of a viewed tensor fill alone leave this process (they
+        stay in the page cache; read again, they come back): a weight packed from its view counts toward
+        the process's memory only while it is packed."""
+        if self._map is None:
+            return
+        dtype, shape, offset = self.entries[name]
+        row_bytes = dtype.itemsize
+        for d in shape[1:]:
+            row_bytes *= d
+        first, page = self._start + offset + start * row_bytes, mmap.PAGESIZE
+        lo, hi = -(-first // page) * page, (first + count * row_bytes) // page * page
+        if hi > lo:
+            self._map.madvise(mmap.MADV_DONTNEED, lo, hi - lo)
 
     def close(self) -> None:
         """Closes the descriptor; views keep their map alive for as long as they live."""

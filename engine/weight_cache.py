@@ -59,8 +59,8 @@ class Scoped:
     def shape(self, part: str) -> list[int]:
         return self.tensors.shape(self.prefix + part)
 
-    def read_rows(self, part: str, start: int, out):
-        return self.tensors.read_rows(self.prefix + part, start, out)
+    def release_rows(self, part: str, start: int, count: int) -> None:
+        self.tensors.release_rows(self.prefix + part, start, count)
 
 
 def cache_key(identity: str, plan: WeightPlan) -> str:
