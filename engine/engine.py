@@ -71,9 +71,7 @@ class Engine:
     def __init__(self, loaded: LoadedModel, config: EngineConfig):
         self.config = config
         self.model_name = loaded.name
-        self.tokenizer = loaded.tokenizer
         self.hf_config = loaded.hf_config
-        self.eos_token_ids = set(loaded.eos_token_ids)
         self.device = torch.device(
             ("cuda" if torch.cuda.is_available() else "cpu") if config.device == "auto" else config.device
         )
@@ -86,6 +84,8 @@ class Engine:
         self.model = LlamaModel(loaded.hf_config, loaded.weights, self.dtype, self.device, max_positions,
                                 self.quant, config.quant_group_size, config.quant_lm_head)
         loaded.weights = {}  # the model holds its own (fused, cast) copies
+        self.tokenizer = loaded.tokenizer  # loaded meanwhile on a thread of its own
+        self.eos_token_ids = set(loaded.eos_token_ids)
         m = self.model
         per_block = bytes_per_block(m.num_layers, config.block_size, m.num_kv_heads, m.head_dim, m.kv_dtype)
         num_blocks = config.num_blocks
