@@ -5,6 +5,7 @@ JSONL trace are two; with none the agent runs silently."""
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable, Iterable
 from dataclasses import replace
 from functools import cached_property
@@ -36,6 +37,7 @@ from deltaserve.harness.pipeline import evaluate
 from deltaserve.harness.prefix_monitor import PrefixBreak, PrefixMonitor, chat_prompt_ids, reply_ids
 from deltaserve.harness.prompt import Prompt
 from deltaserve.harness.run_state import FormatChoice, RunState
+from deltaserve.harness.served_window import counted_prompt_tokens, served_context_window
 from deltaserve.harness.stalls import StallPolicy
 from deltaserve.harness.targets import RunWorkspace
 from deltaserve.harness.task_prompt import first_prompt
@@ -233,24 +235,34 @@ class Agent:
 
     def fitted_first_prompt(self, tests) -> tuple[Prompt, list[context.ContextFile]]:
         """The step-1 prompt with its context caps shrunk (x0.8 at a time) until it leaves room for the
-        replies and feedback of later steps in a local model's context window; other providers get the full
-        caps."""
+        replies and feedback of later steps in the model's context window: a local model's, or the one a
+        server at api_base lists for it (harness/served_window.py); other providers get the full caps."""
 
         def build(scale: float):
             return first_prompt(self.workspace, self.prompt_format, self.task, self.test_cmd, tests, scale,
                                 self.config, self.state.localization)
 
-        # scripted completions: no model at all, so no window to fit
-        window = None if self._scripted else local_provider.context_window(self.model)
+        window, prompt_tokens = self.context_window()
         if window is None:
             return build(1.0)
         room = self.config.max_tokens + self.config.history_room
 
         def fits(scale: float) -> bool:
-            return local_provider.prompt_tokens(self.model, build(scale)[0].messages) + room <= window
+            return prompt_tokens(build(scale)[0].messages) + room <= window
 
         # never fitting: the smallest prompt goes out anyway (the engine says if it is too long)
         return build(context.fitting_scale(fits) or context.MIN_CONTEXT_SCALE)
+
+    def context_window(self) -> tuple[int | None, Callable[[list[dict]], int]]:
+        """The model's context window (None: unknown, or no model at all in a scripted run) and how a
+        prompt's tokens are counted against it."""
+        if self._scripted:
+            return None, len
+        window = local_provider.context_window(self.model)
+        if window is not None:
+            return window, functools.partial(local_provider.prompt_tokens, self.model)
+        window = served_context_window(self.config.api_base, self.model) if self.config.api_base else None
+        return window, functools.partial(counted_prompt_tokens, count=self.count)
 
     def watch_prompt(self, messages: list[dict]) -> PrefixBreak | None:
         """Where this prompt stops extending the last prompt + reply (what a prefix cache holds); None when
