@@ -28,7 +28,8 @@ def test_the_first_prompt_fits_the_served_window(server, tmp_path):
     body = "".join(f"def helper_{i}(value):\n    return value * {i} + {i * 7} - (value // 3)\n\n\n"
                    for i in range(FUNCTIONS))
     (root / "calc.py").write_text(body + "def add(a, b):\n    return a - b\n")
-    (root / "test_calc.py").write_text("from calc import add\n\n\ndef test_add():\n    assert add(2, 3) == 5\n")
+    test = "from calc import add\n\n\ndef test_add():\n    assert add(2, 3) == 5\n"
+    (root / "test_calc.py").write_text(test)
     agent = Agent(root, "add() returns the wrong result", model=f"openai/{TINY}", api_base=server.url + "/v1",
                   edit_format="search_replace", max_steps=1, max_tokens=64, history_room=256, localize=False,
                   sandbox="none", test_cmd='python -c "from calc import add; assert add(2, 3) == 5"',
