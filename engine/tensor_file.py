@@ -66,7 +66,7 @@ class TensorFile:
         try:
             self.entries, self.metadata, self._start = self._parse()
         except Exception:
-            os.close(self._fd)
+            self.close()  # once: __del__ closing the number again could close a file opened since, elsewhere
             raise
         self._map: mmap.mmap | None = None
 
