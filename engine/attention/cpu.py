@@ -111,9 +111,11 @@ class CpuAttentionPlan:
         kmax = max(ctxs)
         window = self.shape.sliding_window
         if b == 1 and qmax == 1 and not window:  # batch-1 decode: every key visible, no padding
-            kv_index = self._context_slots(spans[0], block_size)[None]
-            return AttnGroup(slice(offsets[0], offsets[0] + 1), kv_index, None, False, 1, 1,
-                             kv_start=consecutive_start(spans[0].block_table, ctxs[0], block_size))
+            start = consecutive_start(spans[0].block_table, ctxs[0], block_size)
+            # blocks that follow each other hold slots start, start + 1, ...: one arange, no index per block
+            kv_index = (self._context_slots(spans[0], block_size) if start is None
+                        else torch.arange(start, start + ctxs[0]))[None]
+            return AttnGroup(slice(offsets[0], offsets[0] + 1), kv_index, None, False, 1, 1, kv_start=start)
         kv_index = torch.zeros(b, kmax, dtype=torch.long)
         token_index = torch.zeros(b, qmax, dtype=torch.long)
         mask = torch.zeros(b, qmax, kmax, dtype=torch.bool)
