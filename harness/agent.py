@@ -150,13 +150,13 @@ class Agent:
         return self.in_play() if self.config.allow_test_edits else self.code_in_play()
 
     def decoding(self) -> str:
-        """How this step's reply is decoded: under its format's edits constraint (search_replace, or symbol
-        with a Python file to edit, on our engine), watched as it streams to stop it early (search_replace
-        elsewhere, one candidate) or plainly."""
+        """How this step's reply is decoded: under its format's edits constraint (search_replace, udiff, or
+        symbol with a Python file to edit, on our engine), watched as it streams to stop it early
+        (search_replace elsewhere, one candidate) or plainly."""
         c = self.config
         name = self.format.name
         constrain = local_provider.is_local(self.model) if c.constrain_edits is None else c.constrain_edits
-        if constrain and name == "search_replace" and self.edit_files():
+        if constrain and name in ("search_replace", "udiff") and self.edit_files():
             return DECODED_CONSTRAINED
         if constrain and name == "symbol" and any(p.endswith(".py") for p in self.edit_files()):
             return DECODED_CONSTRAINED

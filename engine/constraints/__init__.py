@@ -6,7 +6,9 @@ applies to its logits row (engine/sampler.py), advanced by every token the reque
   base.py            TokenConstraint, the protocol the engine drives (mask, accept, roll back, forced tokens)
   grammar.py         the compiler: grammars through llguidance (behind vLLM's, SGLang's and llama.cpp's
                      structured output) into matchers; edit constraints into our own automata
+  threads.py         the machinery of our own automata: sets of threads fed byte by byte
   search_replace.py  our automaton: SEARCH/REPLACE blocks whose SEARCH text is a run of the file's lines
+  udiff.py           our automaton: a unified diff whose hunks' old lines are runs of the file's lines
   symbol_grammar.py  the symbol edit format as a Lark grammar: blocks of Python definitions of given files
   token_table.py     every token's bytes, indexed for the automaton's masks
   masks.py           bitmask rows on the host, one per wanted logits row (drafts included), unpacked on device

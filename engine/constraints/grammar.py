@@ -17,8 +17,11 @@ import torch
 from deltaserve.engine.constraints.search_replace import SearchReplaceConstraint
 from deltaserve.engine.constraints.spec import GrammarSpec
 from deltaserve.engine.constraints.token_table import TokenTable
+from deltaserve.engine.constraints.udiff import UdiffConstraint
 from deltaserve.errors import InvalidRequestError
 
+# edit formats no grammar library expresses ("a run of this file's lines"): our own automata
+EDIT_AUTOMATA = {"search_replace": SearchReplaceConstraint, "udiff": UdiffConstraint}
 GRAMMARS_KEPT = 64  # checked grammar texts kept, by spec
 # JSON without free whitespace: a small model left free to emit whitespace may emit newlines until
 # max_tokens; fixed separators also make more of the output forced (drafted whole, verified in one pass).
@@ -65,9 +68,9 @@ class GrammarCompiler:
         files = spec.source.get("files") if isinstance(spec.source, dict) else None
         if not isinstance(files, dict) or not files or not all(
                 isinstance(k, str) and k and isinstance(v, str) for k, v in files.items()):
-            raise InvalidRequestError('a search_replace constraint takes {"files": {path: text, ...}}')
+            raise InvalidRequestError(f'a {spec.kind} constraint takes {{"files": {{path: text, ...}}}}')
         if not any(text.strip() for text in files.values()):
-            raise InvalidRequestError("a search_replace constraint needs a file with content to edit")
+            raise InvalidRequestError(f"a {spec.kind} constraint needs a file with content to edit")
         return files
 
     def grammar(self, spec: GrammarSpec) -> str:
@@ -106,16 +109,16 @@ class GrammarCompiler:
 
     def check(self, spec: GrammarSpec) -> None:
         """Raise InvalidRequestError unless the spec compiles (the tokenizer view is built on this thread)."""
-        if spec.kind == "search_replace":
+        if spec.kind in EDIT_AUTOMATA:
             self._edit_files(spec)
             self.token_table()
         else:
             self.grammar(spec)
 
-    def compile(self, spec: GrammarSpec) -> GrammarConstraint | SearchReplaceConstraint:
-        if spec.kind == "search_replace":
+    def compile(self, spec: GrammarSpec) -> GrammarConstraint | SearchReplaceConstraint | UdiffConstraint:
+        if spec.kind in EDIT_AUTOMATA:
             tokenize = self.ll_tokenizer().tokenize_bytes
-            return SearchReplaceConstraint(self._edit_files(spec), self.token_table(), tokenize)
+            return EDIT_AUTOMATA[spec.kind](self._edit_files(spec), self.token_table(), tokenize)
         llg = _llguidance()
         matcher = llg.LLMatcher(self.ll_tokenizer(), self.grammar(spec), log_level=0)
         if matcher.is_error():

@@ -21,6 +21,7 @@ from collections.abc import Callable, Iterable
 import numpy as np
 import torch
 
+from deltaserve.engine.constraints.threads import End, Lit, ThreadConstraint, expand, file_bytes, line_starts
 from deltaserve.engine.constraints.token_table import TokenTable
 
 OPEN = b"\n```\n<<<<<<< SEARCH\n"
@@ -54,24 +55,6 @@ def may_become_marker(line: bytes) -> bool:
     if not head or head[:1] in b"<=>`":
         return True
     return any(w.startswith(head) or head.startswith(w) for w in MARKER_WORDS)
-
-
-class Lit:
-    """Fixed text still to emit, then the threads `then` makes."""
-
-    __slots__ = ("data", "pos", "then")
-
-    def __init__(self, data: bytes, then: Callable[[], tuple], pos: int = 0):
-        self.data, self.then, self.pos = data, then, pos
-
-    def feed(self, byte: int) -> list:
-        return [Lit(self.data, self.then, self.pos + 1)] if self.data[self.pos] == byte else []
-
-    def expand(self) -> Iterable:
-        if self.pos < len(self.data):
-            yield self
-        else:
-            yield from expand(self.then())
 
 
 class Search:
@@ -120,47 +103,18 @@ class Replace:
         yield self
 
 
-class End:
-    """The reply may end here (an EOS token)."""
-
-    __slots__ = ()
-
-    def feed(self, byte: int) -> list:
-        return []
-
-    def expand(self) -> Iterable:
-        yield self
-
-
 def replace_room(search_lines: int) -> int:
     """The most lines a REPLACE part may hold: generous for any real edit of that many lines."""
     return 4 * search_lines + 60
 
 
-def expand(threads: Iterable) -> tuple:
-    return tuple(t for thread in threads for t in thread.expand())
-
-
-class SearchReplaceConstraint:
+class SearchReplaceConstraint(ThreadConstraint):
     """A TokenConstraint over SEARCH/REPLACE replies to `files` ({path: text})."""
 
     def __init__(self, files: dict[str, str], table: TokenTable, tokenize: Callable[[bytes], list[int]]):
-        self.table, self.tokenize = table, tokenize
-        self.files = {}
-        for path, text in files.items():
-            data = text.encode()
-            if data and not data.endswith(b"\n"):
-                data += b"\n"  # the last line is a whole line too
-            if data.strip():
-                self.files[path.encode()] = data
-        if not self.files:
-            raise ValueError("no file with content to edit")
-        self.line_starts = {p: (0, *(i + 1 for i, b in enumerate(f[:-1]) if b == 10))
-                            for p, f in self.files.items()}
-        self.threads: tuple = expand(self._blocks())
-        self.history: list[tuple] = []
-        self.finished = False
-        self._error: str | None = None
+        self.files = file_bytes(files)
+        self.line_starts = {p: line_starts(f) for p, f in self.files.items()}
+        super().__init__(self._blocks(), table, tokenize)
         self._starting: dict[bytes, set[int]] = {}
         self._breaking: dict[bytes | None, set[int]] = {}
         self._marker_chars = [(d, ids) for d, ids in table.by_bytes.items() if not d.strip(b" \t<=>`")]
@@ -179,56 +133,6 @@ class SearchReplaceConstraint:
     def _after_block(self) -> tuple:
         blank = lambda: (End(), *self._blocks())  # noqa: E731
         return (End(), Lit(b"\n", lambda: (*blank(), Lit(b"\n", blank))))
-
-    # TokenConstraint
-
-    def accept(self, token: int) -> bool:
-        if self._error is not None:
-            return False
-        if token in self.table.eos_token_ids:
-            if not any(isinstance(t, End) for t in self.threads):
-                self._error = "the reply cannot end before its block is closed"
-                return False
-            self.history.append(self.threads)
-            self.finished = True
-            return True
-        threads = self._fed(self.threads, self.table.token_bytes[token])
-        if not threads:
-            self._error = f"token {self.table.token_bytes[token]!r} leaves no way to a block that applies"
-            return False
-        self.history.append(self.threads)
-        self.threads = threads
-        return True
-
-    @staticmethod
-    def _fed(threads: tuple, data: bytes) -> tuple:
-        for byte in data:
-            threads = expand(n for t in threads for n in t.feed(byte))
-            if not threads:
-                break
-        return threads
-
-    def rollback(self, num_tokens: int) -> None:
-        for _ in range(num_tokens):
-            self.threads = self.history.pop()
-            self.finished = False
-
-    def valid_prefix(self, tokens: list[int]) -> int:
-        threads = self.threads
-        for n, token in enumerate(tokens):
-            if token in self.table.eos_token_ids or self.finished:
-                return n
-            threads = self._fed(threads, self.table.token_bytes[token])
-            if not threads:
-                return n
-        return len(tokens)
-
-    def forced_tokens(self) -> list[int]:
-        if len(self.threads) != 1 or not isinstance(self.threads[0], Lit):
-            return []
-        lit = self.threads[0]
-        tokens = self.tokenize(lit.data[lit.pos:])
-        return tokens[:-1]  # the last may merge with what follows
 
     def fill_mask(self, row: torch.Tensor) -> None:
         allowed: set[int] = set()
@@ -272,14 +176,6 @@ class SearchReplaceConstraint:
             candidates = self.table.with_newline + (self._marker_chars if key is not None else [])
             self._breaking[key] = {t for data, ids in candidates if _breaks(start + data) for t in ids}
         return self._breaking[key]
-
-    @property
-    def done(self) -> bool:
-        return self.finished
-
-    @property
-    def error(self) -> str | None:
-        return self._error
 
 
 def _breaks(text: bytes) -> bool:

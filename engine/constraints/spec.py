@@ -16,12 +16,12 @@ ANY_OBJECT: dict[str, Any] = {"type": "object"}
 class GrammarSpec(BaseModel):
     """The output matches a JSON schema (a dict), a regular expression or a Lark grammar (llguidance's
     dialect) from its first token; or it is SEARCH/REPLACE blocks that apply to the given files (source:
-    {"files": {path: text}}; engine/constraints/search_replace.py). The symbol edit format is a Lark grammar
-    (`symbol`)."""
+    {"files": {path: text}}; engine/constraints/search_replace.py), or a unified diff whose hunks are found
+    in them (udiff.py). The symbol edit format is a Lark grammar (`symbol`)."""
 
     model_config = ConfigDict(extra="forbid", frozen=True)
 
-    kind: Literal["json_schema", "regex", "lark", "search_replace"]
+    kind: Literal["json_schema", "regex", "lark", "search_replace", "udiff"]
     source: str | dict[str, Any]
 
     @classmethod
@@ -31,6 +31,10 @@ class GrammarSpec(BaseModel):
     @classmethod
     def search_replace(cls, files: dict[str, str]) -> GrammarSpec:
         return cls(kind="search_replace", source={"files": dict(files)})
+
+    @classmethod
+    def udiff(cls, files: dict[str, str]) -> GrammarSpec:
+        return cls(kind="udiff", source={"files": dict(files)})
 
     @classmethod
     def symbol(cls, paths) -> GrammarSpec:

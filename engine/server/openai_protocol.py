@@ -207,11 +207,12 @@ class ResponseFormat(BaseModel):
 class EditsConstraint(BaseModel):
     """Our extension to structured_outputs: the reply is edits of these files (path -> text).
     search_replace: SEARCH/REPLACE blocks, each naming one of the files and quoting a run of its whole
-    lines; the new code is free. symbol: blocks of complete Python definitions, each naming one of the
-    Python files (the texts are not needed: any name, old or new, may be defined)."""
+    lines; the new code is free. udiff: a unified diff whose hunks' context and removed lines are runs of
+    the named file's lines. symbol: blocks of complete Python definitions, each naming one of the Python
+    files (the texts are not needed: any name, old or new, may be defined)."""
 
     model_config = REQUEST
-    format: Literal["search_replace", "symbol"]
+    format: Literal["search_replace", "udiff", "symbol"]
     files: Annotated[dict[str, str], Field(min_length=1)]
 
 

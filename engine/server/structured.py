@@ -58,6 +58,8 @@ def edits_spec(edits: EditsConstraint) -> GrammarSpec:
     """Our `edits` extension's constraint, per edit format."""
     if edits.format == "search_replace":
         return GrammarSpec.search_replace(edits.files)
+    if edits.format == "udiff":
+        return GrammarSpec.udiff(edits.files)
     try:
         return GrammarSpec.symbol(edits.files)
     except ValueError as exc:

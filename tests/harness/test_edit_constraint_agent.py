@@ -37,6 +37,15 @@ def test_a_local_models_search_replace_reply_is_blocks_that_apply(project, quick
         assert step.decoding == "constrained" and step.decode_budget_unspent is None
 
 
+def test_a_local_models_udiff_reply_is_a_diff_of_a_file_in_play(project, quick_test_cmd, local_tiny):
+    agent = Agent(project, "add() returns the wrong result", model=local_tiny, edit_format="udiff",
+                  test_cmd=quick_test_cmd, max_steps=1, max_tokens=120, localize=False, sandbox="none",
+                  console=Console(file=io.StringIO()))
+    step = agent.run().steps[0]
+    assert step.decoding == "constrained" and step.reply.startswith("```diff\n--- a/calc.py\n"), step.reply
+    assert step.outcome not in NEVER_FROM_A_CONSTRAINED_REPLY, (step.outcome, step.reply)
+
+
 def test_a_local_models_symbol_reply_is_definitions_of_a_python_file_in_play(project, quick_test_cmd,
                                                                             local_tiny):
     agent = Agent(project, "add() returns the wrong result", model=local_tiny, edit_format="symbol",

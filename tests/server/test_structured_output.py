@@ -121,3 +121,12 @@ def test_edits_extension_gives_symbol_blocks_of_the_python_files(openai_client):
             temperature=1.0,
             extra_body={"structured_outputs": {"edits": {"format": "symbol", "files": files}}})
         assert reply.choices[0].message.content.startswith("calc.py\n```python\n")
+
+
+def test_edits_extension_gives_a_diff_of_the_files(openai_client):
+    files = {"calc.py": "def add(a, b):\n    return a - b\n"}
+    reply = openai_client.chat.completions.create(
+        model=TINY, messages=[{"role": "user", "content": "Fix add."}], max_tokens=48, seed=1,
+        temperature=1.0,
+        extra_body={"structured_outputs": {"edits": {"format": "udiff", "files": files}}})
+    assert reply.choices[0].message.content.startswith("```diff\n--- a/calc.py\n+++ b/calc.py\n@@")

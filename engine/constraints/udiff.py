@@ -1,0 +1,174 @@
+"""UdiffConstraint: a reply that is a unified diff whose hunks' context and removed lines are runs of the
+lines of the files they name, in order, so every hunk the model decodes is found where it says.
+
+The reply, byte for byte (the shape the udiff format asks for):
+
+    reply := "```diff\\n" file+ "```" ["\\n"] EOS
+    file  := "--- a/" PATH "\\n+++ b/" PATH "\\n" hunk+
+    hunk  := "@@" TEXT "\\n" line+          (TEXT free: the model's line numbers, only hints to the tools)
+    line  := (" " | "-") OLD "\\n" | "\\n" | "+" TEXT "\\n"
+
+PATH is one of the files in play, each named once. The OLD lines of a hunk (context and removed, and a
+bare newline for an empty context line) are consecutive whole lines of that file, at least one of them not
+blank, so the tools place the hunk by content; a hunk starts below the one before it and changes something
+(a removed or added line). Added lines are free, at most ADDED_ROOM in a row and LINE_ROOM bytes each. The
+threads are those of threads.py; an OLD line is matched at every offset it still may be (`FileLine`).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable
+
+import numpy as np
+import torch
+
+from deltaserve.engine.constraints.threads import End, Lit, ThreadConstraint, expand, file_bytes, line_starts
+from deltaserve.engine.constraints.token_table import TokenTable
+
+OPEN = b"```diff\n"
+FENCE = b"```"
+ADDED_ROOM = 80  # added lines in a row at most: generous for a real edit, an end to a looping one
+LINE_ROOM = 240  # bytes of an added line at most (a line of code longer than this is rare)
+HEADER_ROOM = 80  # bytes after a hunk's "@@" at most: its line numbers and, as git writes, a definition line
+
+
+class FileLine:
+    """One whole line of `file` at one of `offsets` (line starts); then `after(offsets past the line)`."""
+
+    __slots__ = ("file", "offsets", "after")
+
+    def __init__(self, file: bytes, offsets: tuple[int, ...], after: Callable[[tuple[int, ...]], tuple]):
+        self.file, self.offsets, self.after = file, offsets, after
+
+    def feed(self, byte: int) -> list:
+        f = self.file
+        kept = tuple(o + 1 for o in self.offsets if o < len(f) and f[o] == byte)
+        if not kept:
+            return []
+        return list(self.after(kept)) if byte == 10 else [FileLine(f, kept, self.after)]
+
+    def expand(self) -> Iterable:
+        yield self
+
+
+class FreeLine:
+    """Any text up to a newline, at most `room` bytes of it (then the newline comes: a model looping inside
+    one line still gets on); then the threads `after` makes."""
+
+    __slots__ = ("after", "room")
+
+    def __init__(self, after: Callable[[], tuple], room: int):
+        self.after, self.room = after, room
+
+    def feed(self, byte: int) -> list:
+        if byte == 10:
+            return list(self.after())
+        return [FreeLine(self.after, self.room - 1)] if self.room > 0 else []
+
+    def expand(self) -> Iterable:
+        yield self
+
+
+class UdiffConstraint(ThreadConstraint):
+    """A TokenConstraint over unified-diff replies to `files` ({path: text})."""
+
+    def __init__(self, files: dict[str, str], table: TokenTable, tokenize: Callable[[bytes], list[int]]):
+        self.files = file_bytes(files)
+        self.line_starts = {p: line_starts(f) for p, f in self.files.items()}
+        super().__init__((Lit(OPEN, self._file_headers),), table, tokenize)
+        self._free_rows: dict[int, np.ndarray] = {}  # by room left (capped at the longest token)
+
+    # the reply's structure
+
+    def _file_headers(self, done: frozenset[bytes] = frozenset()) -> tuple:
+        """A file's headers and its first hunk's `@@`, for each file the diff has not had yet."""
+        return tuple(Lit(b"--- a/" + p + b"\n+++ b/" + p + b"\n@@", self._hunk_header(p, 0, done | {p}))
+                     for p in self.files if p not in done)
+
+    def _hunk_header(self, path: bytes, floor: int, done: frozenset[bytes]) -> Callable[[], tuple]:
+        """A hunk's header line, then its lines, which start at or after `floor` (hunks go down the file,
+        none overlapping the one before: the tools apply them in order)."""
+        starts = tuple(o for o in self.line_starts[path] if o >= floor)
+        first_line = lambda: self._line(path, done, starts, False, False, 0)  # noqa: E731
+        return lambda: (FreeLine(first_line, HEADER_ROOM),)
+
+    def _line(self, path: bytes, done: frozenset[bytes], offsets: tuple[int, ...], anchored: bool,
+              changed: bool, added: int) -> tuple:
+        """What may start a hunk's next line: an old line at `offsets`, an added line (while there is room),
+        or, once the hunk has a non-blank old line (`anchored`: the tools place a hunk by those) and a
+        change, the next hunk, the next file or the fence that ends the diff."""
+        f = self.files[path]
+
+        def after_old(removed: bool) -> Callable[[tuple[int, ...]], tuple]:
+            def after(kept: tuple[int, ...]) -> tuple:
+                now_anchored = anchored or not _blank_line_before(f, kept[0])
+                return self._line(path, done, kept, now_anchored, changed or removed, 0)
+            return after
+
+        threads: list = []
+        live = tuple(o for o in offsets if o < len(f))  # past the file's last line: no old line
+        if live:
+            threads += [Lit(b" ", lambda: (FileLine(f, live, after_old(False)),)),
+                        Lit(b"-", lambda: (FileLine(f, live, after_old(True)),))]
+        empty = tuple(o for o in live if f[o] == 10)
+        if empty:  # an empty context line written as a bare newline
+            threads.append(FileLine(f, empty, after_old(False)))
+        if anchored and changed:
+            threads += [Lit(b"@@", self._hunk_header(path, min(offsets), done)), *self._file_headers(done),
+                        Lit(FENCE, lambda: (End(), Lit(b"\n", lambda: (End(),))))]
+        if added < ADDED_ROOM or not threads:  # past the room only where nothing else may come
+            next_line = lambda: self._line(path, done, offsets, anchored, True, added + 1)  # noqa: E731
+            threads.append(Lit(b"+", lambda: (FreeLine(next_line, LINE_ROOM),)))
+        return expand(threads)
+
+    # the mask
+
+    def _free_row(self, room: int) -> np.ndarray:
+        """Tokens a free line with `room` bytes left may take: text without a newline that fits, or text
+        ending in the line's newline."""
+        if room not in self._free_rows:
+            self._free_rows[room] = self.table.row(
+                t for d, ids in self.table.by_bytes.items()
+                if b"\n" not in d[:-1] and (len(d) <= room or (d.endswith(b"\n") and len(d) <= room + 1))
+                for t in ids)
+        return self._free_rows[room]
+
+    def fill_mask(self, row: torch.Tensor) -> None:
+        words = np.zeros_like(self.table.free_row)
+        allowed: set[int] = set()
+        budget = self.table.max_token_bytes
+        for thread in self.threads:
+            if isinstance(thread, FreeLine):
+                words |= self._free_row(min(thread.room, budget))
+            elif isinstance(thread, End):
+                allowed.update(self.table.eos_token_ids)
+            else:
+                for text in _continuations(thread, budget):
+                    allowed |= self.table.prefixes_of(text)
+        if allowed:
+            words |= self.table.row(allowed)
+        row.copy_(torch.from_numpy(words))
+
+
+def _continuations(thread, budget: int) -> Iterable[bytes]:
+    """Byte strings of up to `budget` bytes the thread may emit next, none running past a line's end into
+    free text (tokens that would are left out of the mask: the line's newline comes as a token of its own)."""
+    if isinstance(thread, Lit):
+        rest = thread.data[thread.pos:]
+        yield rest[:budget]
+        if len(rest) < budget:
+            for nxt in expand(thread.then()):
+                if isinstance(nxt, Lit | FileLine):
+                    for text in _continuations(nxt, budget - len(rest)):
+                        yield rest + text
+    elif isinstance(thread, FileLine):
+        f = thread.file
+        for o in set(thread.offsets):
+            end = f.find(b"\n", o)
+            yield f[o:min(end + 1, o + budget)]
+
+
+def _blank_line_before(f: bytes, end: int) -> bool:
+    """Whether the line of `f` ending just before offset `end` (past its newline) is blank."""
+    start = f.rfind(b"\n", 0, end - 1) + 1
+    return not f[start:end - 1].strip()
