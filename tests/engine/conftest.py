@@ -7,6 +7,13 @@ import pytest
 from deltaserve.engine import Engine
 
 
+@pytest.fixture(scope="module")
+def drafting_engine(tiny_llama):
+    """One engine per test module with n-gram drafts (constrained decoding cuts and forces drafts)."""
+    return Engine.from_pretrained(str(tiny_llama), dtype="float32", num_blocks=512, speculative="ngram",
+                                  draft_token_cost=0.05)
+
+
 @pytest.fixture
 def make_engine(tiny_llama):
     """Engine over the tiny llama (fp32), config overridable per test; checks no leaked blocks after."""

@@ -9,7 +9,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from deltaserve.engine import Engine, SamplingParams
+from deltaserve.engine import SamplingParams
 from deltaserve.engine.constraints import GrammarSpec
 from deltaserve.engine.constraints.search_replace import TERMINATOR, SearchReplaceConstraint, replace_room
 from deltaserve.errors import InvalidRequestError
@@ -20,9 +20,8 @@ NOTES = "# notes\nx = 1\ny = [x,\n     2]\n"
 
 
 @pytest.fixture(scope="module")
-def eng(tiny_llama):
-    return Engine.from_pretrained(str(tiny_llama), dtype="float32", num_blocks=512, speculative="ngram",
-                                  draft_token_cost=0.05)
+def eng(drafting_engine):
+    return drafting_engine
 
 
 def _complete_blocks(text: str) -> str:

@@ -9,7 +9,7 @@ import regex
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from deltaserve.engine import Engine, SamplingParams
+from deltaserve.engine import SamplingParams
 from deltaserve.engine.constraints import GrammarSpec
 from deltaserve.engine.constraints.symbol_grammar import DEFINITIONS
 from deltaserve.harness.formats.symbol import SymbolEdit, SymbolFormat
@@ -23,9 +23,8 @@ def _reply_pattern(paths: list[str]) -> regex.Pattern:
 
 
 @pytest.fixture(scope="module")
-def eng(tiny_llama):
-    return Engine.from_pretrained(str(tiny_llama), dtype="float32", num_blocks=256, speculative="ngram",
-                                  draft_token_cost=0.05)
+def eng(drafting_engine):
+    return drafting_engine
 
 
 @given(seed=st.integers(0, 2**31), temperature=st.sampled_from([0.0, 1.0, 1.6]))

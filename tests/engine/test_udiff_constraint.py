@@ -8,21 +8,18 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from deltaserve.engine import Engine, SamplingParams
+from deltaserve.engine import SamplingParams
 from deltaserve.engine.constraints import GrammarSpec
 from deltaserve.engine.constraints.udiff import ADDED_ROOM
 from deltaserve.errors import InvalidRequestError
 from deltaserve.harness.formats.udiff import UdiffFormat
 from deltaserve.tools.workspace import Workspace
-
-CALC = "def add(a, b):\n    return a - b\n\n\ndef mul(a, b):\n    return a * b\n"
-NOTES = "# notes\nx = 1\ny = [x,\n     2]\n"
+from tests.engine.test_search_replace_constraint import CALC, NOTES
 
 
 @pytest.fixture(scope="module")
-def eng(tiny_llama):
-    return Engine.from_pretrained(str(tiny_llama), dtype="float32", num_blocks=512, speculative="ngram",
-                                  draft_token_cost=0.05)
+def eng(drafting_engine):
+    return drafting_engine
 
 
 def _old_runs(text: str) -> list[tuple[str, str]]:
