@@ -27,7 +27,7 @@ from deltaserve.harness.accounting import (
 from deltaserve.harness.candidates import CandidateOutcome, candidate_context, choose, try_reply
 from deltaserve.harness.config import AgentConfig, default_test_cmd
 from deltaserve.harness.console_view import ConsoleView
-from deltaserve.harness.early_stop import EARLY_STOP, SearchReplaceWatch, file_reader
+from deltaserve.harness.early_stop import EARLY_STOP, SearchReplaceWatch, UdiffWatch, file_reader
 from deltaserve.harness.events import AgentObserver, RunStart, StepDetails
 from deltaserve.harness.format_choice import FormatPlan
 from deltaserve.harness.formats import auto, whole
@@ -142,7 +142,8 @@ class Agent:
             args["extra_body"] = {**extra, "structured_outputs": {"edits": {"format": self.format.name,
                                                                              "files": files}}}
         elif decoding == DECODED_WATCHED:
-            args["watch"] = SearchReplaceWatch(file_reader(self.workspace))
+            watch = UdiffWatch if self.format.name == "udiff" else SearchReplaceWatch
+            args["watch"] = watch(file_reader(self.workspace))
         return args
 
     def edit_files(self) -> list[str]:
@@ -152,7 +153,7 @@ class Agent:
     def decoding(self) -> str:
         """How this step's reply is decoded: under its format's edits constraint (search_replace, udiff, or
         symbol with a Python file to edit, on our engine), watched as it streams to stop it early
-        (search_replace elsewhere, one candidate) or plainly."""
+        (search_replace or udiff elsewhere, one candidate) or plainly."""
         c = self.config
         name = self.format.name
         constrain = local_provider.is_local(self.model) if c.constrain_edits is None else c.constrain_edits
@@ -160,7 +161,8 @@ class Agent:
             return DECODED_CONSTRAINED
         if constrain and name == "symbol" and any(p.endswith(".py") for p in self.edit_files()):
             return DECODED_CONSTRAINED
-        return DECODED_WATCHED if name == "search_replace" and c.early_stop and c.candidates == 1 else ""
+        watched = name in ("search_replace", "udiff") and c.early_stop and c.candidates == 1
+        return DECODED_WATCHED if watched else ""
 
     def resample(self, messages: list[dict], prediction: str | None, step: int, repeat):
         """A reply repeating an earlier one is known before anything is applied, so it need not cost a step:

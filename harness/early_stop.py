@@ -6,6 +6,8 @@ line (our engine and server then free the request), and the model is told at onc
 `SearchReplaceWatch` reads SEARCH/REPLACE replies: each whole SEARCH line must be placeable on some line
 of the file it names by the tools' own matching (tools.hunks.line_could_match: exact to fuzzy). A block
 naming a file that does not exist goes on (the pipeline's repairs find the file its lines are in).
+`UdiffWatch` reads unified diffs alike: each context or removed line of a hunk, against the file its
+`+++` header names.
 """
 
 from __future__ import annotations
@@ -34,13 +36,26 @@ def file_reader(workspace: Workspace) -> Callable[[str], str | None]:
     return read
 
 
-class SearchReplaceWatch:
-    """watch(text so far) -> why the reply is stopped, or None to go on. `read(path)` gives a file's text,
-    None when there is no such file."""
+class _FileWatch:
+    """What the watches share: the files' lines, read once each (None: no such file)."""
 
     def __init__(self, read: Callable[[str], str | None]):
         self.read = read
         self._lines: dict[str, list[str] | None] = {}
+
+    def _file_lines(self, path: str) -> list[str] | None:
+        if path not in self._lines:
+            text = self.read(path)
+            self._lines[path] = None if text is None else text.splitlines()
+        return self._lines[path]
+
+
+class SearchReplaceWatch(_FileWatch):
+    """watch(text so far) -> why the reply is stopped, or None to go on. `read(path)` gives a file's text,
+    None when there is no such file."""
+
+    def __init__(self, read: Callable[[str], str | None]):
+        super().__init__(read)
         self._checked: dict[int, int] = {}  # block -> SEARCH lines already found placeable
 
     def __call__(self, text: str) -> str | None:
@@ -76,8 +91,41 @@ class SearchReplaceWatch:
         self._checked[n] = len(search)
         return None
 
-    def _file_lines(self, path: str) -> list[str] | None:
-        if path not in self._lines:
-            text = self.read(path)
-            self._lines[path] = None if text is None else text.splitlines()
-        return self._lines[path]
+
+
+class UdiffWatch(_FileWatch):
+    """watch(text so far) -> why a diff reply is stopped, or None to go on: each whole context or removed
+    line of a hunk must be placeable on some line of the file its headers name (`read` as for
+    SearchReplaceWatch)."""
+
+    def __init__(self, read: Callable[[str], str | None]):
+        super().__init__(read)
+        self._checked = 0  # whole reply lines already read
+
+    def __call__(self, text: str) -> str | None:
+        lines = text.split("\n")[:-1]  # whole lines only
+        path, in_hunk = None, False
+        for n, line in enumerate(lines):
+            if line.startswith("+++ "):
+                path, in_hunk = _diff_path(line[4:]), False
+            elif line.startswith("@@"):
+                in_hunk = True
+            elif line.startswith("```") or line.startswith("--- "):
+                in_hunk = False
+            elif in_hunk and n >= self._checked and line[:1] in (" ", "-") and path is not None:
+                file_lines = self._file_lines(path)
+                if file_lines is not None and not line_could_match(line[1:], file_lines):
+                    return (f"The diff's line {line!r} is not in {path} (nor close to any of its lines), so "
+                            "its hunk cannot apply; the reply was stopped there. Copy context and removed "
+                            "lines exactly from the file as shown.")
+        self._checked = len(lines)
+        return None
+
+
+
+def _diff_path(header: str) -> str | None:
+    """The path a `+++` header names (`b/` taken off, a timestamp after a tab left out)."""
+    name = header.split("\t", 1)[0].strip()
+    if name == "/dev/null":
+        return None
+    return name[2:] if name.startswith(("a/", "b/")) else name

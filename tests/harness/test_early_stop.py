@@ -7,7 +7,7 @@ from __future__ import annotations
 import pytest
 
 from deltaserve.harness.client import EARLY_STOP, complete
-from deltaserve.harness.early_stop import SearchReplaceWatch
+from deltaserve.harness.early_stop import SearchReplaceWatch, UdiffWatch
 from deltaserve.tools.hunks import line_could_match
 
 CALC = "def add(a, b):\n    return a - b\n\n\ndef mul(a, b):\n    return a * b\n"
@@ -71,3 +71,28 @@ def test_the_stream_is_closed_and_the_engine_frees_the_request(tiny_llama):
     assert cut.finish_reason == EARLY_STOP and "is not in calc.py" in cut.stopped_early
     assert full.text.startswith(cut.text) and len(cut.text) < len(full.text)
     assert engine.stats().blocks_in_use == 0 and not engine.has_unfinished()
+
+
+def diff(*hunk_lines: str, path: str = "calc.py") -> str:
+    return f"```diff\n--- a/{path}\n+++ b/{path}\n@@ -1,2 +1,2 @@\n" + "".join(hunk_lines) + "```\n"
+
+
+@pytest.mark.parametrize("lines", [(" def add(a, b):\n", "-    return a - b\n", "+    return a + b\n"),
+                                   ("   def add(a, b):  \n", "-  return a - b\n", "+    return a + b\n"),
+                                   ("\n", "-    return a - c\n", "+    return a + b\n")])
+def test_a_placeable_hunk_is_never_stopped(lines):
+    w = UdiffWatch(FILES.get)
+    assert all(w(p) is None for p in prefixes("The fix:\n" + diff(*lines)))
+
+
+def test_a_diff_line_the_file_lacks_stops_the_reply_at_that_line():
+    w = UdiffWatch(FILES.get)
+    text = diff(" def add(a, b):\n", "-    total = sum_of_everything(a, b, c, d)\n", "+    return a + b\n")
+    stops = [(p, w(p)) for p in prefixes(text)]
+    first = next(i for i, (_, reason) in enumerate(stops) if reason)
+    assert stops[first][0].endswith("sum_of_everything(a, b, c, d)\n")
+    assert "'-    total = sum_of_everything(a, b, c, d)' is not in calc.py" in stops[first][1]
+    # an added line is new code: never checked; a file the repairs may find goes on
+    added = diff("+    total = sum_of_everything(a, b, c, d)\n", " def add(a, b):\n")
+    assert UdiffWatch(FILES.get)(added) is None
+    assert UdiffWatch(FILES.get)(diff(" no such line anywhere\n", path="other.py")) is None

@@ -79,3 +79,18 @@ def test_another_providers_reply_is_stopped_at_a_line_the_file_lacks(project, qu
     assert step.decoding == "early stop"
     assert 0 < step.completion_tokens < agent.count(bad) and step.prompt_tokens > 0
     assert step.decode_budget_unspent == agent.config.max_tokens - step.completion_tokens
+
+
+def test_another_providers_diff_is_stopped_at_a_line_the_file_lacks(project, quick_test_cmd):
+    from deltaserve.harness.client import complete
+
+    bad = ("```diff\n--- a/calc.py\n+++ b/calc.py\n@@ -1,2 +1,2 @@\n def add(a, b):\n"
+           "-    total = accumulate_everything(a, b)\n+    return a + b\n```\n")
+    agent = Agent(project, "add() returns the wrong result", model="openai/gpt-4o-mini", edit_format="udiff",
+                  test_cmd=quick_test_cmd, max_steps=1, localize=False, sandbox="none",
+                  complete=lambda **kwargs: complete(**kwargs, mock_response=bad),
+                  console=Console(file=io.StringIO()))
+    step = agent.run().steps[0]
+    assert step.decoding == "early stop" and step.outcome == Outcome.STOPPED_EARLY
+    assert "accumulate_everything(a, b)\n" in step.reply and "return a + b" not in step.reply  # cut there
+    assert step.decode_budget_unspent > 0
