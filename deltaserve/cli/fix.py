@@ -74,12 +74,13 @@ def register(subparsers) -> None:
     p.add_argument("--keep-worse-edits", action="store_true",
                    help="keep an edit after which fewer tests pass than before it (undone by default)")
     p.add_argument("--constrain-edits", action=argparse.BooleanOptionalAction, default=None,
-                   help="decode search_replace replies so every block quotes real lines of a file in play "
-                        "(our engine's edits constraint; default: on for local/ models, off elsewhere; "
-                        "pass it for a `deltaserve serve` --api-base)")
+                   help="decode replies under their edit format's constraint: every SEARCH/REPLACE block "
+                        "and diff hunk quotes real lines of a file in play, a symbol reply is definitions "
+                        "of a Python file in play (our engine's edits constraints; default: on for local/ "
+                        "models, off elsewhere; pass it for a `deltaserve serve` --api-base)")
     p.add_argument("--no-early-stop", dest="early_stop", action="store_false",
-                   help="do not stream search_replace replies and stop one at the first SEARCH line its "
-                        "file does not have (default: stop early)")
+                   help="do not stream search_replace and udiff replies and stop one at the first SEARCH, "
+                        "context or removed line its file does not have (default: stop early)")
     p.add_argument("--no-localize", dest="localize", action="store_false",
                    help="skip the coverage run that ranks the code the failing tests run (pytest "
                         "only; it runs their test files once more, before the first prompt)")
