@@ -71,12 +71,15 @@ class AgentConfig(BaseModel):
     edit), each with a new seed, rising with every further such step in a row (harness/stalls.py); also of
     every call with several candidates."""
     constrain_edits: bool | None = None
-    """search_replace steps decoded under an edits constraint (engine/constraints/search_replace.py): every
-    block names a file in play and quotes a run of its lines, so it applies. None: on for local/ models (our
-    engine in-process); True also for a `deltaserve serve` URL (other servers lack the extension)."""
+    """search_replace, udiff and symbol steps decoded under their format's edits constraint
+    (engine/constraints/): every SEARCH/REPLACE block and diff hunk names a file in play and quotes a run of
+    its lines, so it applies; a symbol reply is definitions of a Python file in play. None: on for local/
+    models (our engine in-process); True also for a `deltaserve serve` URL (other servers lack the
+    extension)."""
     early_stop: bool = True
-    """Stream search_replace replies (one candidate, unconstrained) and stop one at the first SEARCH line no
-    matching strategy could place in its file, telling the model that line (harness/early_stop.py)."""
+    """Stream search_replace and udiff replies (one candidate, unconstrained) and stop one at the first
+    SEARCH, context or removed line no matching strategy could place in its file, telling the model that line
+    (harness/early_stop.py)."""
     history_room: int = Field(default=1024, ge=0)
     """Tokens kept free beyond one reply in a local model's window for the feedback of later steps: the
     first prompt's context caps shrink until prompt + max_tokens + history_room fit."""
