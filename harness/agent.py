@@ -79,7 +79,7 @@ class Agent:
             self.observers.append(TraceWriter(trace))
         if console is not None:
             self.observers.append(ConsoleView(console))
-        self._complete = complete or client.complete
+        self._model_call = complete or client.complete
         self._scripted = complete is not None
         self._counter = counter
         auto_plan = self.prompt_format.name == "auto"
@@ -119,14 +119,14 @@ class Agent:
             {"temperature": temperature}
         call = self._call_args(messages, prediction)
         if c.candidates == 1:
-            return self._complete(**call, **sampling)
+            return self._call_model(**call, **sampling)
         sampled = {"temperature": max(temperature, c.resample_temperature), "seed": step * c.candidates}
         if stalls.sampling:  # after a stall a greedy reply would repeat itself: sample them all
-            return client.complete_candidates(c.candidates, **call, **sampled, call=self._complete)
+            return client.complete_candidates(c.candidates, **call, **sampled, call=self._call_model)
         # the greedy reply is the model's best single guess (tried first); the others sample around it.
         # It goes first, so the sampled requests find the whole prompt in the prefix cache.
-        greedy = self._complete(**call, **sampling)
-        others = client.complete_candidates(c.candidates - 1, **call, **sampled, call=self._complete)
+        greedy = self._call_model(**call, **sampling)
+        others = client.complete_candidates(c.candidates - 1, **call, **sampled, call=self._call_model)
         return client.combined(greedy, [others])
 
     def _call_args(self, messages: list[dict], prediction: str | None) -> dict:
@@ -167,7 +167,7 @@ class Agent:
     def resample(self, messages: list[dict], prediction: str | None, step: int, repeat):
         """A reply repeating an earlier one is known before anything is applied, so it need not cost a step:
         ask once more, sampled with another seed, and keep that reply; the step counts both calls."""
-        again = self._complete(**self._call_args(messages, prediction), seed=RESAMPLE_SEED + step,
+        again = self._call_model(**self._call_args(messages, prediction), seed=RESAMPLE_SEED + step,
                                temperature=max(self.state.stalls.temperature(),
                                                self.config.resample_temperature))
         return replace(client.combined(repeat, [again]), text=again.text, texts=[again.text],
@@ -203,7 +203,7 @@ class Agent:
             more = client.complete_candidates(repeats, **self._call_args(messages, prediction),
                                               temperature=self.state.stalls.hotter(),
                                               seed=RESAMPLE_SEED + step * self.config.candidates,
-                                              call=self._complete)
+                                              call=self._call_model)
             reply = client.combined(reply, [more])
             index, outcomes = choose(reply.texts, trial, (reply.metrics or {}).get("choices"))
         return reply.reply(index), outcomes, again
@@ -426,22 +426,27 @@ class Agent:
             fields["apply"] = ApplyOutcome(ok=False, error=trial.error, dry_run=dry_run)
         if trial.tests is not None:
             fields["tests"] = TestOutcome.from_result(trial.tests)
-        fields.update(self.cut_reply_counts(reply))
+        fields.update(self.budget_unspent(reply))
         return StepReport.from_completion(reply, step=step, model=self.model, edit_format=self.format.name,
                                           action=trial.outcome.action, outcome=trial.outcome,
                                           decoding=self.decoding(), **fields)
 
-    def cut_reply_counts(self, reply) -> dict:
-        """A reply stopped early: its stream closed before the usage block, so its tokens are counted here
-        (the prompt's from its text, less the chat template's few tokens), and the budget it left unspent."""
+    def _call_model(self, **call) -> client.Completion:
+        """One model call. A reply stopped early lost its usage block with its stream (a scripted one keeps
+        the whole text's): what it decoded is counted here, and its prompt from the text when unsaid."""
+        reply = self._model_call(**call)
         if reply.finish_reason != EARLY_STOP:
-            return {}
-        completion = self.count(reply.text)  # the text kept is what was decoded (a scripted reply: cut here)
-        counts = {"completion_tokens": completion,
-                  "decode_budget_unspent": max(0, self.config.max_tokens - completion)}
+            return reply
+        counts = {"completion_tokens": self.count(reply.text)}
         if reply.prompt_tokens is None:
-            counts["prompt_tokens"] = sum(self.count(m.get("content") or "") for m in self.state.prompts[-1])
-        return counts
+            counts["prompt_tokens"] = counted_prompt_tokens(call["messages"], self.count)
+        return replace(reply, **counts)
+
+    def budget_unspent(self, reply) -> dict:
+        """A kept reply stopped early: the decode budget it left (the most the stop saved)."""
+        if reply.finish_reason != EARLY_STOP or reply.completion_tokens is None:
+            return {}
+        return {"decode_budget_unspent": max(0, self.config.max_tokens - reply.completion_tokens)}
 
     @staticmethod
     def details(trial: Trial) -> StepDetails:

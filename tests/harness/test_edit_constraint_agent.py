@@ -94,3 +94,18 @@ def test_another_providers_diff_is_stopped_at_a_line_the_file_lacks(project, qui
     assert step.decoding == "early stop" and step.outcome == Outcome.STOPPED_EARLY
     assert "accumulate_everything(a, b)\n" in step.reply and "return a + b" not in step.reply  # cut there
     assert step.decode_budget_unspent > 0
+
+
+def test_a_stopped_reply_asked_for_again_is_counted_with_the_new_one(project, quick_test_cmd):
+    # step 2 repeats step 1's reply (stopped early both times) and is asked for again: the step counts both
+    from deltaserve.harness.client import complete
+
+    bad = ("calc.py\n```\n<<<<<<< SEARCH\n    total = accumulate_everything(a, b)\n=======\n"
+           "    return a + b\n>>>>>>> REPLACE\n```\n")
+    agent = Agent(project, "add() returns the wrong result", model="openai/gpt-4o-mini",
+                  edit_format="search_replace", test_cmd=quick_test_cmd, max_steps=2, localize=False,
+                  sandbox="none", complete=lambda **kwargs: complete(**kwargs, mock_response=bad),
+                  console=Console(file=io.StringIO()))
+    first, second = agent.run().steps
+    assert second.resampled and first.outcome == Outcome.STOPPED_EARLY
+    assert second.completion_tokens == 2 * first.completion_tokens > 0 and second.prompt_tokens > 0
