@@ -142,8 +142,9 @@ class Agent:
             args["extra_body"] = {**extra, "structured_outputs": {"edits": {"format": self.format.name,
                                                                              "files": files}}}
         elif decoding == DECODED_WATCHED:
-            watch = UdiffWatch if self.format.name == "udiff" else SearchReplaceWatch
-            args["watch"] = watch(file_reader(self.workspace))
+            read = file_reader(self.workspace)
+            is_udiff = self.format.name == "udiff"
+            args["watch"] = UdiffWatch(read) if is_udiff else SearchReplaceWatch(read, self.edit_files())
         return args
 
     def edit_files(self) -> list[str]:

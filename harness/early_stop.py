@@ -4,15 +4,16 @@ A small model that quotes a line the file does not have decodes the rest of its 
 reply, for nothing: the edit fails whatever follows. With any provider the stream can be closed at that
 line (our engine and server then free the request), and the model is told at once which line is not there.
 `SearchReplaceWatch` reads SEARCH/REPLACE replies: each whole SEARCH line must be placeable on some line
-of the file it names by the tools' own matching (tools.hunks.line_could_match: exact to fuzzy). A block
-naming a file that does not exist goes on (the pipeline's repairs find the file its lines are in).
+of the file it names, or of another file in play, by the tools' own matching (tools.hunks.line_could_match:
+exact to fuzzy). A block naming a file that does not exist goes on (the pipeline's repairs find the file its
+lines are in), as does one whose lines are in another file in play (it is re-aimed there).
 `UdiffWatch` reads unified diffs alike: each context or removed line of a hunk, against the file its
 `+++` header names.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 
 from deltaserve.errors import DeltaserveError, PatchError
 from deltaserve.tools.hunks import line_could_match
@@ -52,10 +53,13 @@ class _FileWatch:
 
 class SearchReplaceWatch(_FileWatch):
     """watch(text so far) -> why the reply is stopped, or None to go on. `read(path)` gives a file's text,
-    None when there is no such file."""
+    None when there is no such file. `in_play`: the other files a block may be re-aimed at (a block naming
+    one file while quoting another in play goes there: harness/path_repair.py), so a line any of them
+    could place goes on."""
 
-    def __init__(self, read: Callable[[str], str | None]):
+    def __init__(self, read: Callable[[str], str | None], in_play: Iterable[str] = ()):
         super().__init__(read)
+        self.in_play = list(in_play)
         self._checked: dict[int, int] = {}  # block -> SEARCH lines already found placeable
 
     def __call__(self, text: str) -> str | None:
@@ -84,12 +88,16 @@ class SearchReplaceWatch(_FileWatch):
         if lines is None:  # a misnamed file: the pipeline's repairs look for the file its lines are in
             return None
         for line in search[done:]:
-            if not line_could_match(line, lines):
+            if not self._placeable(line, [path, *self.in_play]):
                 return (f"The SEARCH line {line.strip()!r} is not in {path} (nor close to any of its lines), "
                         "so the block cannot apply; the reply was stopped there. Copy SEARCH lines exactly "
                         "from the file as shown.")
         self._checked[n] = len(search)
         return None
+
+    def _placeable(self, line: str, paths: list[str]) -> bool:
+        files = (self._file_lines(path) for path in paths)
+        return any(lines is not None and line_could_match(line, lines) for lines in files)
 
 
 

@@ -49,6 +49,14 @@ def test_a_block_naming_a_missing_file_goes_on_for_the_repairs_to_place():
     assert watch()(block("    return a - b\n", path="path/to/file.py")) is None
 
 
+def test_a_block_quoting_another_file_in_play_goes_on_for_the_repairs_to_reaim():
+    util = "import json\nPAYLOAD = json.dumps({'status': 'ready', 'retries': 3})\n"
+    files = {**FILES, "util.py": util}
+    quoting_util = block(util)  # names calc.py
+    assert SearchReplaceWatch(files.get, ["calc.py", "util.py"])(quoting_util) is None
+    assert SearchReplaceWatch(files.get, ["calc.py"])(quoting_util)  # util.py not in play: stopped
+
+
 def test_blank_lines_always_could_match():
     assert line_could_match("   ", []) and not line_could_match("x = 1", [])
 
