@@ -284,8 +284,7 @@ def agent_summary_rows(rows: list[dict]) -> list[dict]:
             "median whole-file tokens (solved)": whole_tokens,
             "median whole/passes (solved)": _median(_ratio(r["whole_file_tokens"], r.get("decode_passes"))
                                                     for r in solved),
-            "decode passes / step": _ratio(sum(r.get("decode_passes") or 0 for r in rs),
-                                           sum(r["steps"] for r in rs)),
+            "decode passes / step": _passes_per_step(rs),
             "early stops": sum(r.get("early_stops", 0) for r in rs),
             "budget unspent (stopped)": sum(r.get("decode_budget_unspent", 0) for r in rs),
             "decode saved": sum(r["decode_saved"] for r in rs),
@@ -294,6 +293,12 @@ def agent_summary_rows(rows: list[dict]) -> list[dict]:
             "wall s": sum(r["wall_s"] for r in rs),
         })
     return out
+
+
+def _passes_per_step(runs: list[dict]) -> float | None:
+    """Decode passes per step over the runs that report them (a streamed reply's provider may not)."""
+    known = [r for r in runs if r.get("decode_passes") is not None]
+    return _ratio(sum(r["decode_passes"] for r in known), sum(r["steps"] for r in known))
 
 
 def agent_table(rows: list[dict]) -> str:
