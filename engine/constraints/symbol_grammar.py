@@ -20,6 +20,9 @@ _COMMENT_OR_BLANK = r"[ \t]*(#[^\n]*)?\n"
 # the first definition: its decorators, then `def name` / `async def name` / `class Name`
 _HEAD = r"[ \t]*(@[^\n]*\n[ \t]*)*(async[ \t]+)?(def|class)[ \t]+[A-Za-z_][A-Za-z0-9_]*[^\n]*\n"
 _BODY_LINE = rf"([ \t]+[^\n]*\n|\n|{_AT_MARGIN})"
+# blocks in a reply at most: a fence holds any number of definitions, so more blocks than this are a model
+# writing the same block again and again (the 1.5B did, to max_tokens); at the cap the reply ends
+MAX_BLOCKS = 8
 # lines of imports, comments or blanks before the first definition, at most: a model cannot wander there
 PREAMBLE_LINES = 12
 DEFINITIONS = rf"({_IMPORT}|{_COMMENT_OR_BLANK}){{0,{PREAMBLE_LINES}}}{_HEAD}{_BODY_LINE}*"
@@ -36,7 +39,7 @@ def symbol_grammar(paths: list[str]) -> str:
         raise ValueError("a symbol constraint needs a Python file to edit")
     names = " | ".join(json.dumps(p) for p in paths)  # a JSON string is a Lark string literal
     return "\n".join([
-        "start: block+",
+        f"start: block{{1,{MAX_BLOCKS}}}",
         'block: PATH "\\n```python\\n" DEFINITIONS "```\\n" "\\n"?',
         f"PATH: {names}",
         f"DEFINITIONS: /{DEFINITIONS}/",

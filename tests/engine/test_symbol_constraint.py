@@ -11,7 +11,7 @@ from hypothesis import strategies as st
 
 from deltaserve.engine import SamplingParams
 from deltaserve.engine.constraints import GrammarSpec
-from deltaserve.engine.constraints.symbol_grammar import DEFINITIONS
+from deltaserve.engine.constraints.symbol_grammar import DEFINITIONS, MAX_BLOCKS
 from deltaserve.harness.formats.symbol import SymbolEdit, SymbolFormat
 
 FILES = ["calc.py", "pkg/util.py", "README.md"]  # the Markdown file cannot be named in a symbol reply
@@ -57,6 +57,14 @@ def test_written_definitions_are_accepted_and_anything_else_is_not(eng):
         fresh = eng.grammars.compile(GrammarSpec.symbol(FILES))
         ids = _tokens(eng, bad)
         assert fresh.valid_prefix(ids) < len(ids), bad
+
+
+def test_a_reply_ends_after_its_last_allowed_block(eng):
+    block = "calc.py\n```python\ndef add(a, b):\n    return a + b\n```\n"
+    constraint = eng.grammars.compile(GrammarSpec.symbol(FILES))
+    assert all(constraint.accept(t) for t in _tokens(eng, block * MAX_BLOCKS))
+    assert constraint.valid_prefix(_tokens(eng, "calc.py")) == 0  # only the end is left
+    assert constraint.accept(sorted(eng.eos_token_ids)[0])
 
 
 def test_without_a_python_file_there_is_nothing_to_constrain():
