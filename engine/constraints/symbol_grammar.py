@@ -39,8 +39,10 @@ def symbol_grammar(paths: list[str]) -> str:
         raise ValueError("a symbol constraint needs a Python file to edit")
     names = " | ".join(json.dumps(p) for p in paths)  # a JSON string is a Lark string literal
     return "\n".join([
-        f"start: block{{1,{MAX_BLOCKS}}}",
-        'block: PATH "\\n```python\\n" DEFINITIONS "```\\n" "\\n"?',
+        # the reply may end right after a fence, as a model ends one (a newline forced there sends it on
+        # into another block)
+        f'start: block ("\\n" "\\n"? block){{0,{MAX_BLOCKS - 1}}} "\\n"?',
+        'block: PATH "\\n```python\\n" DEFINITIONS "```"',
         f"PATH: {names}",
         f"DEFINITIONS: /{DEFINITIONS}/",
     ])

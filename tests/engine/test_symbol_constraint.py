@@ -19,7 +19,8 @@ FILES = ["calc.py", "pkg/util.py", "README.md"]  # the Markdown file cannot be n
 
 def _reply_pattern(paths: list[str]) -> regex.Pattern:
     names = "|".join(map(regex.escape, paths))
-    return regex.compile(rf"(({names})\n```python\n{DEFINITIONS}```\n\n?)+")
+    block = rf"({names})\n```python\n{DEFINITIONS}```"
+    return regex.compile(rf"{block}(\n\n?{block}){{0,{MAX_BLOCKS - 1}}}\n?")
 
 
 @pytest.fixture(scope="module")
@@ -42,6 +43,13 @@ def test_any_reply_is_a_start_of_definitions_of_the_python_files(eng, seed, temp
         assert edits and all(isinstance(e, SymbolEdit) and e.path in FILES for e in edits)
 
 
+def test_the_reply_may_end_right_after_a_fence(eng):
+    constraint = eng.grammars.compile(GrammarSpec.symbol(FILES))
+    reply = "calc.py\n```python\ndef add(a, b):\n    pass\n```"
+    assert all(constraint.accept(t) for t in _tokens(eng, reply))
+    assert constraint.accept(sorted(eng.eos_token_ids)[0])
+
+
 def test_written_definitions_are_accepted_and_anything_else_is_not(eng):
     good = ("calc.py\n```python\nimport math\n\n@cache\ndef add(\n    a, b\n):\n    return a + b\n```\n\n"
             "pkg/util.py\n```python\n    def method(self):\n        return 1\n\n\nclass New:\n"
@@ -60,9 +68,9 @@ def test_written_definitions_are_accepted_and_anything_else_is_not(eng):
 
 
 def test_a_reply_ends_after_its_last_allowed_block(eng):
-    block = "calc.py\n```python\ndef add(a, b):\n    return a + b\n```\n"
+    block = "calc.py\n```python\ndef add(a, b):\n    return a + b\n```"
     constraint = eng.grammars.compile(GrammarSpec.symbol(FILES))
-    assert all(constraint.accept(t) for t in _tokens(eng, block * MAX_BLOCKS))
+    assert all(constraint.accept(t) for t in _tokens(eng, "\n\n".join([block] * MAX_BLOCKS) + "\n"))
     assert constraint.valid_prefix(_tokens(eng, "calc.py")) == 0  # only the end is left
     assert constraint.accept(sorted(eng.eos_token_ids)[0])
 
