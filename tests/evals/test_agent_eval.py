@@ -66,8 +66,8 @@ def test_runs_are_recorded_and_a_rerun_resumes(tmp_path, gold_udiff):
     assert report.startswith("# deltaserve eval report\n\n| run | version | model | machine | command |")
     assert (out / "agent.png").read_bytes()[:4] == b"\x89PNG"
     # from the traces: the gold udiff applied (tests ran), the clueless prose reply had no edits
-    assert f"| {GOLD} | udiff | plain | 1 | 1 | 1.00 | - | 0 |" in report
-    assert f"| {CLUELESS} | udiff | plain | 1 | 0 | 0.00 | no edits 1 | 0 |" in report
+    assert f"| {GOLD} | udiff | early stop | 1 | 1 | 1.00 | - | 0 |" in report  # streamed, watched
+    assert f"| {CLUELESS} | udiff | early stop | 1 | 0 | 0.00 | no edits 1 | 0 |" in report
 
     # a run that ended in an error is tried again; the report keeps only the latest row per run
     append_row(out / "results.jsonl", {**rows[CLUELESS], "error": "ConnectionError: boom"})
