@@ -130,8 +130,8 @@ class Agent:
         return client.combined(greedy, [others])
 
     def _call_args(self, messages: list[dict], prediction: str | None) -> dict:
-        """What every model call of this run passes, sampling aside: for a search_replace step, the edits
-        constraint (our engine) or else the early-stop watch (any provider, one candidate)."""
+        """What every model call of this run passes, sampling aside: the step's edits constraint (our
+        engine) or early-stop watch (any provider, one candidate), as `decoding` says."""
         c = self.config
         args = dict(model=c.model, messages=messages, max_tokens=c.max_tokens, api_base=c.api_base,
                     prediction=prediction, **self.completion_kwargs)
@@ -158,10 +158,12 @@ class Agent:
         c = self.config
         name = self.format.name
         constrain = local_provider.is_local(self.model) if c.constrain_edits is None else c.constrain_edits
-        if constrain and name in ("search_replace", "udiff") and self.edit_files():
-            return DECODED_CONSTRAINED
-        if constrain and name == "symbol" and any(p.endswith(".py") for p in self.edit_files()):
-            return DECODED_CONSTRAINED
+        if constrain:
+            files = self.edit_files()
+            if files and name in ("search_replace", "udiff"):
+                return DECODED_CONSTRAINED
+            if name == "symbol" and any(p.endswith(".py") for p in files):
+                return DECODED_CONSTRAINED
         watched = name in ("search_replace", "udiff") and c.early_stop and c.candidates == 1
         return DECODED_WATCHED if watched else ""
 
