@@ -181,7 +181,8 @@ class Engine:
         if params.grammar is not None:
             if params.forced_token_ids is not None:
                 raise InvalidRequestError("forced_token_ids and a grammar cannot be combined")
-            constraint = self.grammars.compile(params.grammar)
+            budget = min(params.max_tokens, self.max_model_len - len(ids))
+            constraint = self.grammars.compile(params.grammar, budget)
         seq = Sequence(rid, ids, params, cache_salt, request_seed(params), constraint)
         self.requests[rid] = seq
         self.scheduler.add(seq)

@@ -25,6 +25,10 @@ EDIT_AUTOMATA = {"search_replace": SearchReplaceConstraint, "udiff": UdiffConstr
 GRAMMARS_KEPT = 64  # checked grammar texts kept, by spec
 # JSON without free whitespace: a small model left free to emit whitespace may emit newlines until
 # max_tokens; fixed separators also make more of the output forced (drafted whole, verified in one pass).
+# tokens left at which a grammar's output is closed (CLOSE_MARGIN beyond its closer), and at which one that
+# may end here ends rather than begin another block (a block of definitions needs its path, fence and head)
+CLOSE_MARGIN = 8
+END_ROOM = 48
 JSON_OPTIONS: dict[str, Any] = {"whitespace_flexible": False, "item_separator": ", ", "key_separator": ": "}
 
 
@@ -115,37 +119,99 @@ class GrammarCompiler:
         else:
             self.grammar(spec)
 
-    def compile(self, spec: GrammarSpec) -> GrammarConstraint | SearchReplaceConstraint | UdiffConstraint:
+    def compile(self, spec: GrammarSpec, max_tokens: int | None = None
+                ) -> GrammarConstraint | SearchReplaceConstraint | UdiffConstraint:
+        """The request's constraint; an edit automaton closes its reply within `max_tokens`."""
         if spec.kind in EDIT_AUTOMATA:
             tokenize = self.ll_tokenizer().tokenize_bytes
-            return EDIT_AUTOMATA[spec.kind](self._edit_files(spec), self.token_table(), tokenize)
+            return EDIT_AUTOMATA[spec.kind](self._edit_files(spec), self.token_table(), tokenize, max_tokens)
         llg = _llguidance()
-        matcher = llg.LLMatcher(self.ll_tokenizer(), self.grammar(spec), log_level=0)
+        tokenizer = self.ll_tokenizer()
+        matcher = llg.LLMatcher(tokenizer, self.grammar(spec), log_level=0)
         if matcher.is_error():
             raise InvalidRequestError(f"invalid {spec.kind}: {matcher.get_error()}")
-        return GrammarConstraint(matcher)
+        closers = [tokenizer.tokenize_str(c) for c in spec.closers]
+        return GrammarConstraint(matcher, self.eos_token_ids, closers, max_tokens)
 
 
 class GrammarConstraint:
-    """A TokenConstraint over one llguidance matcher."""
+    """A TokenConstraint over one llguidance matcher; with `closers` (token runs, cheapest first; [] ends
+    here) and `max_tokens`, the first closer the grammar takes from here to an end is forced once the
+    budget left comes near it (a grammar library cannot say how to close an output; the spec does)."""
 
-    def __init__(self, matcher: Any):
-        self.matcher = matcher
+    def __init__(self, matcher: Any, eos_token_ids: list[int] | None = None,
+                 closers: list[list[int]] | None = None, max_tokens: int | None = None):
+        self.matcher, self.eos_token_ids = matcher, eos_token_ids or []
+        self.closers, self.max_tokens = closers or [], max_tokens
+        self.emitted = 0
+        self._closing: list[int] | None = None  # the closer forced, then the end
+        self._closing_at = 0
+        self._error: str | None = None
 
     def fill_mask(self, row: torch.Tensor) -> None:
-        self.matcher.unsafe_compute_mask_ptr(row.data_ptr(), row.numel() * row.element_size())
+        if self._closing is None:
+            self.matcher.unsafe_compute_mask_ptr(row.data_ptr(), row.numel() * row.element_size())
+            return
+        row.zero_()
+        for token in self._closing_next():
+            row[token // 32] |= _bit(token % 32)
 
     def accept(self, token: int) -> bool:
-        return bool(self.matcher.consume_token(token))
+        if self._error is not None:
+            return False
+        if self._closing is not None and token not in self._closing_next():
+            self._error = "the reply's token budget is left only for closing it"
+            return False
+        if not self.matcher.consume_token(token):
+            return False
+        self.emitted += 1
+        self._maybe_close()
+        return True
 
     def rollback(self, num_tokens: int) -> None:
         self.matcher.rollback(num_tokens)
+        self.emitted -= num_tokens
+        if self._closing is not None and self.emitted < self._closing_at:
+            self._closing = None
 
     def valid_prefix(self, tokens: list[int]) -> int:
-        return int(self.matcher.validate_tokens(tokens))
+        if not self.closers:
+            return int(self.matcher.validate_tokens(tokens))
+        # accepted and rolled back: acceptance may start the closing, which changes what comes after
+        error, n = self._error, 0
+        for token in tokens[:self.matcher.validate_tokens(tokens)]:
+            if self.matcher.is_stopped() or not self.accept(token):
+                break
+            n += 1
+        self.rollback(n)
+        self._error = error
+        return n
 
     def forced_tokens(self) -> list[int]:
+        if self._closing is not None:
+            return self._closing[self.emitted - self._closing_at:]
         return list(self.matcher.compute_ff_tokens())
+
+    def _closing_next(self) -> list[int]:
+        k = self.emitted - self._closing_at
+        return [self._closing[k]] if k < len(self._closing) else self.eos_token_ids
+
+    def _maybe_close(self) -> None:
+        """Force the first closer that takes the output to an end once the budget left is near its cost
+        (ending here: once a further block could not be closed in time)."""
+        if self.max_tokens is None or self._closing is not None or self.matcher.is_stopped():
+            return
+        left = self.max_tokens - self.emitted
+        for closer in self.closers:
+            room = (END_ROOM if not closer else CLOSE_MARGIN) + len(closer)
+            if left > room or self.matcher.validate_tokens(closer) < len(closer):
+                continue
+            self.matcher.consume_tokens(closer)
+            accepting = self.matcher.is_accepting()
+            self.matcher.rollback(len(closer))
+            if accepting:
+                self._closing, self._closing_at = closer, self.emitted
+                return
 
     @property
     def done(self) -> bool:
@@ -153,4 +219,11 @@ class GrammarConstraint:
 
     @property
     def error(self) -> str | None:
+        if self._error is not None:
+            return self._error
         return self.matcher.get_error() if self.matcher.is_error() else None
+
+
+def _bit(i: int) -> int:
+    """Bit i of an int32 word, as the signed value torch stores."""
+    return -(1 << 31) if i == 31 else 1 << i

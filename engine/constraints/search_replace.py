@@ -21,7 +21,15 @@ from collections.abc import Callable, Iterable
 import numpy as np
 import torch
 
-from deltaserve.engine.constraints.threads import End, Lit, ThreadConstraint, expand, file_bytes, line_starts
+from deltaserve.engine.constraints.threads import (
+    End,
+    Lit,
+    ThreadConstraint,
+    close_margin,
+    expand,
+    file_bytes,
+    line_starts,
+)
 from deltaserve.engine.constraints.token_table import TokenTable
 
 OPEN = b"\n```\n<<<<<<< SEARCH\n"
@@ -111,10 +119,11 @@ def replace_room(search_lines: int) -> int:
 class SearchReplaceConstraint(ThreadConstraint):
     """A TokenConstraint over SEARCH/REPLACE replies to `files` ({path: text})."""
 
-    def __init__(self, files: dict[str, str], table: TokenTable, tokenize: Callable[[bytes], list[int]]):
+    def __init__(self, files: dict[str, str], table: TokenTable, tokenize: Callable[[bytes], list[int]],
+                 max_tokens: int | None = None):
         self.files = file_bytes(files)
         self.line_starts = {p: line_starts(f) for p, f in self.files.items()}
-        super().__init__(self._blocks(), table, tokenize)
+        super().__init__(self._blocks(), table, tokenize, max_tokens, close_margin(self.files))
         self._starting: dict[bytes, set[int]] = {}
         self._breaking: dict[bytes | None, set[int]] = {}
         self._marker_chars = [(d, ids) for d, ids in table.by_bytes.items() if not d.strip(b" \t<=>`")]
@@ -134,7 +143,21 @@ class SearchReplaceConstraint(ThreadConstraint):
         blank = lambda: (End(), *self._blocks())  # noqa: E731
         return (End(), Lit(b"\n", lambda: (*blank(), Lit(b"\n", blank))))
 
-    def fill_mask(self, row: torch.Tensor) -> None:
+    # closing within the budget
+
+    def close_text(self, thread) -> bytes | None:
+        tail = TERMINATOR + b"\n" + FENCE
+        if isinstance(thread, Replace):
+            if TERMINATOR.startswith(thread.line):
+                return TERMINATOR[len(thread.line):] + b"\n" + FENCE
+            return b"\n" + tail
+        if isinstance(thread, Search):
+            return min((_search_rest(thread, o) for o in set(thread.offsets)), key=len) + DIVIDER + tail
+        return None
+
+    # the mask
+
+    def fill_open_mask(self, row: torch.Tensor) -> None:
         allowed: set[int] = set()
         free = False
         blocked: set[int] = set()
@@ -176,6 +199,19 @@ class SearchReplaceConstraint(ThreadConstraint):
             candidates = self.table.with_newline + (self._marker_chars if key is not None else [])
             self._breaking[key] = {t for data, ids in candidates if _breaks(start + data) for t in ids}
         return self._breaking[key]
+
+
+def _search_rest(thread: Search, offset: int) -> bytes:
+    """The cheapest rest of a SEARCH part matched up to `offset`: the rest of its line, and, while the part
+    holds only blank lines (which match anywhere), the lines up to a non-blank one."""
+    f = thread.file
+    if thread.lines and f[offset - 1] == 10:
+        return b""  # at a line's end: the divider may come
+    end = f.find(b"\n", offset) + 1
+    if not thread.lines:
+        while f[f.rfind(b"\n", 0, end - 1) + 1:end].isspace() and end < len(f):
+            end = f.find(b"\n", end) + 1
+    return f[offset:end]
 
 
 def _breaks(text: bytes) -> bool:

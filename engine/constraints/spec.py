@@ -7,7 +7,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict
 
-from deltaserve.engine.constraints.symbol_grammar import python_files, symbol_grammar
+from deltaserve.engine.constraints.symbol_grammar import SYMBOL_CLOSERS, python_files, symbol_grammar
 
 # OpenAI's response_format json_object: any JSON object
 ANY_OBJECT: dict[str, Any] = {"type": "object"}
@@ -23,6 +23,9 @@ class GrammarSpec(BaseModel):
 
     kind: Literal["json_schema", "regex", "lark", "search_replace", "udiff"]
     source: str | dict[str, Any]
+    # a grammar's ways to close its output, cheapest first ("" = end here): forced near max_tokens, so a
+    # reply ends whole rather than cut (the edit automata work theirs out themselves)
+    closers: tuple[str, ...] = ()
 
     @classmethod
     def json_object(cls) -> GrammarSpec:
@@ -39,7 +42,7 @@ class GrammarSpec(BaseModel):
     @classmethod
     def symbol(cls, paths) -> GrammarSpec:
         """Whole definitions of these files' Python ones (symbol_grammar.py); ValueError without one."""
-        return cls(kind="lark", source=symbol_grammar(python_files(paths)))
+        return cls(kind="lark", source=symbol_grammar(python_files(paths)), closers=SYMBOL_CLOSERS)
 
     def key(self) -> str:
         """A stable text of the spec (compiled grammars are cached by it)."""

@@ -25,6 +25,8 @@ _BODY_LINE = rf"([ \t]+[^\n]*\n|\n|{_AT_MARGIN})"
 MAX_BLOCKS = 8
 # lines of imports, comments or blanks before the first definition, at most: a model cannot wander there
 PREAMBLE_LINES = 12
+# how a reply closes: end after a fence, or close the fence at a line's start or end
+SYMBOL_CLOSERS = ("", "```", "\n```")
 DEFINITIONS = rf"({_IMPORT}|{_COMMENT_OR_BLANK}){{0,{PREAMBLE_LINES}}}{_HEAD}{_BODY_LINE}*"
 
 

@@ -22,7 +22,15 @@ from collections.abc import Callable, Iterable
 import numpy as np
 import torch
 
-from deltaserve.engine.constraints.threads import End, Lit, ThreadConstraint, expand, file_bytes, line_starts
+from deltaserve.engine.constraints.threads import (
+    End,
+    Lit,
+    ThreadConstraint,
+    close_margin,
+    expand,
+    file_bytes,
+    line_starts,
+)
 from deltaserve.engine.constraints.token_table import TokenTable
 
 OPEN = b"```diff\n"
@@ -33,19 +41,21 @@ HEADER_ROOM = 80  # bytes after a hunk's "@@" at most: its line numbers and, as 
 
 
 class FileLine:
-    """One whole line of `file` at one of `offsets` (line starts); then `after(offsets past the line)`."""
+    """One whole line of `file` at one of `offsets` (line starts); then `after(offsets past the line)`.
+    `closing(offset past the line, whether it is blank)`: the cheapest close of the reply after it."""
 
-    __slots__ = ("file", "offsets", "after")
+    __slots__ = ("file", "offsets", "after", "closing")
 
-    def __init__(self, file: bytes, offsets: tuple[int, ...], after: Callable[[tuple[int, ...]], tuple]):
-        self.file, self.offsets, self.after = file, offsets, after
+    def __init__(self, file: bytes, offsets: tuple[int, ...], after: Callable[[tuple[int, ...]], tuple],
+                 closing: Callable[[int, bool], bytes | None]):
+        self.file, self.offsets, self.after, self.closing = file, offsets, after, closing
 
     def feed(self, byte: int) -> list:
         f = self.file
         kept = tuple(o + 1 for o in self.offsets if o < len(f) and f[o] == byte)
         if not kept:
             return []
-        return list(self.after(kept)) if byte == 10 else [FileLine(f, kept, self.after)]
+        return list(self.after(kept)) if byte == 10 else [FileLine(f, kept, self.after, self.closing)]
 
     def expand(self) -> Iterable:
         yield self
@@ -53,17 +63,17 @@ class FileLine:
 
 class FreeLine:
     """Any text up to a newline, at most `room` bytes of it (then the newline comes: a model looping inside
-    one line still gets on); then the threads `after` makes."""
+    one line still gets on); then the threads `after` makes. `closing()`: the cheapest close after it."""
 
-    __slots__ = ("after", "room")
+    __slots__ = ("after", "room", "closing")
 
-    def __init__(self, after: Callable[[], tuple], room: int):
-        self.after, self.room = after, room
+    def __init__(self, after: Callable[[], tuple], room: int, closing: Callable[[], bytes | None]):
+        self.after, self.room, self.closing = after, room, closing
 
     def feed(self, byte: int) -> list:
         if byte == 10:
             return list(self.after())
-        return [FreeLine(self.after, self.room - 1)] if self.room > 0 else []
+        return [FreeLine(self.after, self.room - 1, self.closing)] if self.room > 0 else []
 
     def expand(self) -> Iterable:
         yield self
@@ -72,10 +82,12 @@ class FreeLine:
 class UdiffConstraint(ThreadConstraint):
     """A TokenConstraint over unified-diff replies to `files` ({path: text})."""
 
-    def __init__(self, files: dict[str, str], table: TokenTable, tokenize: Callable[[bytes], list[int]]):
+    def __init__(self, files: dict[str, str], table: TokenTable, tokenize: Callable[[bytes], list[int]],
+                 max_tokens: int | None = None):
         self.files = file_bytes(files)
         self.line_starts = {p: line_starts(f) for p, f in self.files.items()}
-        super().__init__((Lit(OPEN, self._file_headers),), table, tokenize)
+        super().__init__((Lit(OPEN, self._file_headers),), table, tokenize, max_tokens,
+                         close_margin(self.files))
         self._free_rows: dict[int, np.ndarray] = {}  # by room left (capped at the longest token)
 
     # the reply's structure
@@ -90,7 +102,8 @@ class UdiffConstraint(ThreadConstraint):
         none overlapping the one before: the tools apply them in order)."""
         starts = tuple(o for o in self.line_starts[path] if o >= floor)
         first_line = lambda: self._line(path, done, starts, False, False, 0)  # noqa: E731
-        return lambda: (FreeLine(first_line, HEADER_ROOM),)
+        closing = lambda: self._close_hunk(path, starts, False, False)  # noqa: E731
+        return lambda: (FreeLine(first_line, HEADER_ROOM, closing),)
 
     def _line(self, path: bytes, done: frozenset[bytes], offsets: tuple[int, ...], anchored: bool,
               changed: bool, added: int) -> tuple:
@@ -105,21 +118,56 @@ class UdiffConstraint(ThreadConstraint):
                 return self._line(path, done, kept, now_anchored, changed or removed, 0)
             return after
 
+        def close_after_old(removed: bool) -> Callable[[int, bool], bytes | None]:
+            return lambda past, blank: self._close_hunk(path, (past,), anchored or not blank,
+                                                        changed or removed)
+
         threads: list = []
         live = tuple(o for o in offsets if o < len(f))  # past the file's last line: no old line
         if live:
-            threads += [Lit(b" ", lambda: (FileLine(f, live, after_old(False)),)),
-                        Lit(b"-", lambda: (FileLine(f, live, after_old(True)),))]
+            threads += [Lit(b" ", lambda: (FileLine(f, live, after_old(False), close_after_old(False)),)),
+                        Lit(b"-", lambda: (FileLine(f, live, after_old(True), close_after_old(True)),))]
         empty = tuple(o for o in live if f[o] == 10)
         if empty:  # an empty context line written as a bare newline
-            threads.append(FileLine(f, empty, after_old(False)))
+            threads.append(FileLine(f, empty, after_old(False), close_after_old(False)))
         if anchored and changed:
-            threads += [Lit(b"@@", self._hunk_header(path, min(offsets), done)), *self._file_headers(done),
-                        Lit(FENCE, lambda: (End(), Lit(b"\n", lambda: (End(),))))]
+            if live:  # another hunk only where the file has lines left below this one
+                threads.append(Lit(b"@@", self._hunk_header(path, min(offsets), done)))
+            threads += [*self._file_headers(done), Lit(FENCE, lambda: (End(), Lit(b"\n", lambda: (End(),))))]
         if added < ADDED_ROOM or not threads:  # past the room only where nothing else may come
             next_line = lambda: self._line(path, done, offsets, anchored, True, added + 1)  # noqa: E731
-            threads.append(Lit(b"+", lambda: (FreeLine(next_line, LINE_ROOM),)))
+            closing = lambda: self._close_hunk(path, offsets, anchored, True)  # noqa: E731
+            threads.append(Lit(b"+", lambda: (FreeLine(next_line, LINE_ROOM, closing),)))
         return expand(threads)
+
+    # closing within the budget
+
+    def _close_hunk(self, path: bytes, offsets: tuple[int, ...], anchored: bool,
+                    changed: bool) -> bytes | None:
+        """The cheapest close of a hunk whose next old line is at `offsets`: context lines down to a
+        non-blank one unless it has one, an added blank line unless it changed something, the fence."""
+        f = self.files[path]
+        text = b""
+        if not anchored:
+            runs = [run for o in offsets if o < len(f) if (run := _context_to_non_blank(f, o))]
+            if not runs:
+                return None
+            text = min(runs, key=len)
+        return text + (b"" if changed else b"+\n") + FENCE
+
+    def close_text(self, thread) -> bytes | None:
+        if isinstance(thread, FreeLine):
+            after = thread.closing()
+            return None if after is None else b"\n" + after
+        if isinstance(thread, FileLine):
+            f, texts = thread.file, []
+            for o in set(thread.offsets):
+                past = f.find(b"\n", o) + 1
+                after = thread.closing(past, _blank_line_before(f, past))
+                if after is not None:
+                    texts.append(f[o:past] + after)
+            return min(texts, key=len, default=None)
+        return None
 
     # the mask
 
@@ -133,7 +181,7 @@ class UdiffConstraint(ThreadConstraint):
                 for t in ids)
         return self._free_rows[room]
 
-    def fill_mask(self, row: torch.Tensor) -> None:
+    def fill_open_mask(self, row: torch.Tensor) -> None:
         words = np.zeros_like(self.table.free_row)
         allowed: set[int] = set()
         budget = self.table.max_token_bytes
@@ -166,6 +214,18 @@ def _continuations(thread, budget: int) -> Iterable[bytes]:
         for o in set(thread.offsets):
             end = f.find(b"\n", o)
             yield f[o:min(end + 1, o + budget)]
+
+
+def _context_to_non_blank(f: bytes, offset: int) -> bytes:
+    """The file's lines from `offset` down to the first non-blank one, as context lines (b"" if none)."""
+    text, start = b"", offset
+    while start < len(f):
+        past = f.find(b"\n", start) + 1
+        text += b" " + f[start:past]
+        if not _blank_line_before(f, past):
+            return text
+        start = past
+    return b""
 
 
 def _blank_line_before(f: bytes, end: int) -> bool:

@@ -11,7 +11,7 @@ from hypothesis import strategies as st
 
 from deltaserve.engine import SamplingParams
 from deltaserve.engine.constraints import GrammarSpec
-from deltaserve.engine.constraints.search_replace import TERMINATOR, SearchReplaceConstraint, replace_room
+from deltaserve.engine.constraints.search_replace import SearchReplaceConstraint, replace_room
 from deltaserve.errors import InvalidRequestError
 from deltaserve.tools.search_replace import parse_search_replace_blocks
 
@@ -24,28 +24,24 @@ def eng(drafting_engine):
     return drafting_engine
 
 
-def _complete_blocks(text: str) -> str:
-    """The reply up to its last closed block (a reply cut by max_tokens keeps its whole blocks)."""
-    end = text.rfind(TERMINATOR.decode())
-    return text[:end + len(TERMINATOR) + 1] + "```\n" if end != -1 else ""
-
-
 def _file_lines(text: str) -> str:
     return text if text.endswith("\n") else text + "\n"
 
 
 @given(files=st.sampled_from([{"calc.py": CALC}, {"calc.py": CALC, "pkg/notes.py": NOTES},
                               {"one_line.txt": "only line, no newline"}]),
-       seed=st.integers(0, 2**31), temperature=st.sampled_from([0.0, 1.0, 1.6]))
-@settings(max_examples=20, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
-def test_every_completed_block_parses_and_its_search_text_is_in_its_file(eng, files, seed, temperature):
-    out = eng.generate("Fix the bug.", SamplingParams(max_tokens=160, temperature=temperature, seed=seed,
-                                                      grammar=GrammarSpec.search_replace(files)))[0]
-    assert out.error is None and out.finish_reason in ("stop", "length")
-    text = out.text if out.finish_reason == "stop" else _complete_blocks(out.text)
-    blocks = parse_search_replace_blocks(text)
-    if out.finish_reason == "stop":
-        assert blocks, out.text  # a reply the model ended holds at least one edit
+       seed=st.integers(0, 2**31), temperature=st.sampled_from([0.0, 1.0, 1.6]),
+       max_tokens=st.sampled_from([48, 96, 160]))
+@settings(max_examples=24, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+def test_every_reply_holds_blocks_whose_search_is_in_their_file(eng, files, seed, temperature, max_tokens):
+    params = SamplingParams(max_tokens=max_tokens, temperature=temperature, seed=seed,
+                            grammar=GrammarSpec.search_replace(files))
+    out = eng.generate("Fix the bug.", params)[0]
+    # the budget closes the reply in time: it ends, never cut off inside a block
+    assert out.error is None and out.finish_reason == "stop", out.text
+    assert out.metrics.completion_tokens <= max_tokens
+    blocks = parse_search_replace_blocks(out.text)
+    assert blocks, out.text  # every reply holds at least one edit
     for block in blocks:
         assert block.path in files and block.search
         assert block.search in _file_lines(files[block.path]), (block.search, out.text)
@@ -109,6 +105,40 @@ def test_a_looping_replace_part_is_closed_at_its_room(eng):
     assert c.valid_prefix(_tokens(eng, "x\n")) == 0  # no room left: only the terminator
     closing = _tokens(eng, ">>>>>>> REPLACE\n```")
     assert c.valid_prefix(closing) == len(closing)
+
+
+def test_near_its_budget_a_reply_is_closed_the_cheapest_way(eng):
+    head = _tokens(eng, "calc.py\n```\n<<<<<<< SEARCH\n    return a - b\n=======\n    return a")
+    c = eng.grammars.compile(GrammarSpec.search_replace({"calc.py": CALC}), max_tokens=len(head) + 30)
+    assert all(c.accept(t) for t in head)
+    plus = _tokens(eng, " +")[0]
+    for _ in range(30):  # the new code goes on until the budget calls for the close
+        if not c.valid_prefix([plus]):
+            break
+        assert c.accept(plus)
+    closing = eng.tokenizer.decode(c.forced_tokens())
+    assert closing == "\n>>>>>>> REPLACE\n```", closing
+    assert c.valid_prefix(_tokens(eng, " + b")) == 0  # nothing else may come now
+    for t in c.forced_tokens():
+        assert c.accept(t)
+    assert c.accept(sorted(eng.eos_token_ids)[0]) and c.done
+    c.rollback(1 + len(_tokens(eng, closing)))  # rolled back to before the close: the close is still due
+    assert eng.tokenizer.decode(c.forced_tokens()) == closing
+    c.rollback(1)  # and before the token that called for it: free again
+    assert c.valid_prefix(_tokens(eng, " + b")) > 0
+
+
+def test_a_budget_too_small_for_another_block_ends_the_reply(eng):
+    block = "calc.py\n```\n<<<<<<< SEARCH\n    return a - b\n=======\n    return a + b\n>>>>>>> REPLACE\n```"
+    ids = _tokens(eng, block)
+    roomy = eng.grammars.compile(GrammarSpec.search_replace({"calc.py": CALC}), max_tokens=len(ids) + 200)
+    tight = eng.grammars.compile(GrammarSpec.search_replace({"calc.py": CALC}), max_tokens=len(ids) + 16)
+    for c in (roomy, tight):
+        assert all(c.accept(t) for t in ids)
+    another = _tokens(eng, "\n\ncalc.py")
+    assert roomy.valid_prefix(another) == len(another)  # room for another block
+    assert tight.valid_prefix(another) < len(another)  # none: not begun
+    assert tight.accept(sorted(eng.eos_token_ids)[0]) and tight.done
 
 
 def test_bad_specs_are_refused(eng):

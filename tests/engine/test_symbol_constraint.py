@@ -75,6 +75,33 @@ def test_a_reply_ends_after_its_last_allowed_block(eng):
     assert constraint.accept(sorted(eng.eos_token_ids)[0])
 
 
+def test_near_its_budget_a_reply_closes_its_fence_and_ends(eng):
+    head = _tokens(eng, "calc.py\n```python\ndef add(a, b):\n    return a")
+    constraint = eng.grammars.compile(GrammarSpec.symbol(FILES), max_tokens=len(head) + 20)
+    assert all(constraint.accept(t) for t in head)
+    plus = _tokens(eng, " +")[0]
+    for _ in range(20):  # the body goes on until the budget calls for the close
+        if not constraint.valid_prefix([plus]):
+            break
+        assert constraint.accept(plus)
+    closing = constraint.forced_tokens()
+    assert eng.tokenizer.decode(closing) == "\n```"
+    assert all(constraint.accept(t) for t in closing)
+    assert constraint.accept(sorted(eng.eos_token_ids)[0]) and constraint.done
+    assert constraint.emitted <= len(head) + 20
+
+
+def test_a_budget_too_small_for_another_block_ends_the_reply(eng):
+    block = _tokens(eng, "calc.py\n```python\ndef add(a, b):\n    return a + b\n```")
+    another = _tokens(eng, "\n\ncalc.py")
+    roomy = eng.grammars.compile(GrammarSpec.symbol(FILES), max_tokens=len(block) + 200)
+    tight = eng.grammars.compile(GrammarSpec.symbol(FILES), max_tokens=len(block) + 30)
+    for constraint in (roomy, tight):
+        assert all(constraint.accept(t) for t in block)
+    assert roomy.valid_prefix(another) == len(another)
+    assert tight.valid_prefix(another) == 0 and tight.accept(sorted(eng.eos_token_ids)[0])
+
+
 def test_without_a_python_file_there_is_nothing_to_constrain():
     with pytest.raises(ValueError, match="Python file"):
         GrammarSpec.symbol(["README.md"])

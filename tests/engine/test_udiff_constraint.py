@@ -43,23 +43,25 @@ def _old_runs(text: str) -> list[tuple[str, str]]:
 
 
 @given(files=st.sampled_from([{"calc.py": CALC}, {"calc.py": CALC, "pkg/notes.py": NOTES}]),
-       seed=st.integers(0, 2**31), temperature=st.sampled_from([0.0, 1.0, 1.6]))
-@settings(max_examples=15, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
-def test_every_hunk_is_found_in_its_file_and_an_ended_diff_applies(eng, files, seed, temperature, tmp_path):
-    out = eng.generate("Fix the bug.", SamplingParams(max_tokens=160, temperature=temperature, seed=seed,
-                                                      grammar=GrammarSpec.udiff(files)))[0]
-    assert out.error is None and out.finish_reason in ("stop", "length")
+       seed=st.integers(0, 2**31), temperature=st.sampled_from([0.0, 1.0, 1.6]),
+       max_tokens=st.sampled_from([48, 96, 160]))
+@settings(max_examples=18, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+def test_every_reply_is_a_diff_that_applies(eng, files, seed, temperature, max_tokens, tmp_path):
+    params = SamplingParams(max_tokens=max_tokens, temperature=temperature, seed=seed,
+                            grammar=GrammarSpec.udiff(files))
+    out = eng.generate("Fix the bug.", params)[0]
+    # the budget closes the reply in time: it ends, never cut off inside a hunk
+    assert out.error is None and out.finish_reason == "stop", out.text
     assert out.text.startswith("```diff\n--- a/"), out.text
-    for path, old in _old_runs(out.text.rsplit("\n", 1)[0] if out.finish_reason == "length" else out.text):
+    for path, old in _old_runs(out.text):
         assert path in files, out.text
         assert old.rstrip("\n") in files[path], (old, out.text)
-    if out.finish_reason == "stop":
-        root = tmp_path / f"ws{seed}"
-        for path, text in files.items():
-            (root / path).parent.mkdir(parents=True, exist_ok=True)
-            (root / path).write_text(text)
-        fmt = UdiffFormat()
-        fmt.apply(fmt.parse(out.text), Workspace(root), dry_run=True)  # raises PatchError if it does not
+    root = tmp_path / f"ws{seed}"
+    for path, text in files.items():
+        (root / path).parent.mkdir(parents=True, exist_ok=True)
+        (root / path).write_text(text)
+    fmt = UdiffFormat()
+    fmt.apply(fmt.parse(out.text), Workspace(root), dry_run=True)  # raises PatchError if it does not
 
 
 def test_a_written_diff_is_accepted_and_a_wrong_one_is_not(eng):
