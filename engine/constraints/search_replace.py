@@ -42,6 +42,7 @@ FENCE = b"```"
 MARKER_HEAD = re.compile(rb"\s*(?:[<=>]{5}|```)")
 MARKER_WORD = re.compile(rb"\s*(?:SEARCH|REPLACE|ORIGINAL|UPDATED):?\s*$")
 MARKER_WORDS = (b"SEARCH", b"REPLACE", b"ORIGINAL", b"UPDATED")
+MARKER_LEADS = (b"", b"<", b"=", b">", b"`")
 
 
 def is_marker(line: bytes) -> bool:
@@ -126,7 +127,12 @@ class SearchReplaceConstraint(ThreadConstraint):
         super().__init__(self._blocks(), table, tokenize, max_tokens, close_margin(self.files))
         self._starting: dict[bytes, set[int]] = {}
         self._breaking: dict[bytes | None, set[int]] = {}
-        self._marker_chars = [(d, ids) for d, ids in table.by_bytes.items() if not d.strip(b" \t<=>`")]
+        # tokens that may go on a marker's start (marker characters after any blanks): with the newline
+        # tokens, the only ones that can make a line that may become a marker a dead one
+        self._marker_led = [(d, ids) for d, ids in table.by_bytes.items()
+                            if d.lstrip(b" \t")[:1] in MARKER_LEADS]
+        # at a REPLACE part's last line of room, a newline must end the token: the terminator comes next
+        self._newline_inside = {t for d, ids in table.with_newline if b"\n" in d[:-1] for t in ids}
 
     # the reply's structure
 
@@ -166,6 +172,8 @@ class SearchReplaceConstraint(ThreadConstraint):
             if isinstance(thread, Replace):
                 free = True
                 blocked |= self._lines_breaking(thread.line)
+                if thread.room <= 1:
+                    blocked |= self._newline_inside
                 if TERMINATOR.startswith(thread.line):  # the terminator line: only where it leads
                     rest = TERMINATOR[len(thread.line):] + b"\n" + FENCE + b"\n\n"
                     allowed |= self.table.prefixes_of(rest)
@@ -195,8 +203,8 @@ class SearchReplaceConstraint(ThreadConstraint):
         key = line if may_become_marker(line) else None
         if key not in self._breaking:
             start = line if key is not None else b"x"
-            # without a newline, only a token of marker characters can make this line a marker's start
-            candidates = self.table.with_newline + (self._marker_chars if key is not None else [])
+            # without a newline, only a token leading with marker characters makes this line a marker's start
+            candidates = self.table.with_newline + (self._marker_led if key is not None else [])
             self._breaking[key] = {t for data, ids in candidates if _breaks(start + data) for t in ids}
         return self._breaking[key]
 

@@ -1,0 +1,67 @@
+"""The edit automata's masks allow only tokens their automata accept (search_replace.py, udiff.py): checked
+for every token of the vocabulary at states where the two are easiest to get out of step (a REPLACE line that
+may yet become a marker, the last line of a REPLACE part's room, a hunk's lines, a forced close). A token the
+mask allows and the automaton refuses would end a request in an error (the 135M model found two)."""
+
+from __future__ import annotations
+
+import pytest
+import torch
+
+from deltaserve.engine.constraints import GrammarSpec
+from deltaserve.engine.constraints.search_replace import replace_room
+from tests.engine.test_search_replace_constraint import CALC
+
+SR_HEAD = "calc.py\n```\n<<<<<<< SEARCH\n"
+SR_REPLACE = SR_HEAD + "    return a - b\n=======\n"
+DIFF_HEAD = "```diff\n--- a/calc.py\n+++ b/calc.py\n@@ -1,2 +1,2 @@\n"
+
+
+@pytest.fixture(scope="module")
+def eng(drafting_engine):
+    return drafting_engine
+
+
+def _allowed(eng, constraint) -> list[int]:
+    row = torch.zeros((eng.model.vocab_size + 31) // 32, dtype=torch.int32)
+    constraint.fill_mask(row)
+    bits = ((row.unsqueeze(-1) >> torch.arange(32, dtype=torch.int32)) & 1).flatten()[:eng.model.vocab_size]
+    return bits.nonzero().flatten().tolist()
+
+
+def _at(eng, kind: str, text: str, left: int | None = None):
+    """The constraint after `text`, with `left` tokens of budget then (None: no budget); under a budget, the
+    text stops where the close it forces takes over."""
+    ids = eng.tokenizer.encode(text, add_special_tokens=False)
+    spec = getattr(GrammarSpec, kind)({"calc.py": CALC})
+    constraint = eng.grammars.compile(spec, None if left is None else len(ids) + left)
+    for token in ids:
+        if left is not None and not constraint.valid_prefix([token]):
+            assert constraint.forced_tokens(), text  # the close took over
+            break
+        assert constraint.accept(token), (text, constraint.error)
+    return constraint
+
+
+@pytest.mark.parametrize("kind,text,left", [
+    ("search_replace", "", None),
+    ("search_replace", SR_HEAD, None),
+    ("search_replace", SR_HEAD + "    return a - b\n", None),  # a line's end: more lines or the divider
+    ("search_replace", SR_REPLACE, None),
+    ("search_replace", SR_REPLACE + "====", None),  # may yet become a marker line
+    ("search_replace", SR_REPLACE + "  >>", None),
+    ("search_replace", SR_REPLACE + "x\n" * (replace_room(1) - 1), None),  # the last line of room
+    ("search_replace", SR_REPLACE + "x\n" * (replace_room(1) - 1) + "==", None),
+    ("search_replace", SR_REPLACE + "    return a", 8),  # the close is forced
+    ("search_replace", SR_HEAD + "def add", 12),
+    ("udiff", "", None),
+    ("udiff", DIFF_HEAD, None),
+    ("udiff", DIFF_HEAD + " def add(a, b):\n-    return a - b\n+    return a + b\n", None),
+    ("udiff", DIFF_HEAD + " def add(a, b):\n-    ret", 10),
+])
+def test_every_token_the_mask_allows_is_accepted(eng, kind, text, left):
+    constraint = _at(eng, kind, text, left)
+    allowed = _allowed(eng, constraint)
+    assert allowed
+    refused = [t for t in allowed if t not in eng.eos_token_ids and constraint.valid_prefix([t]) != 1]
+    assert not refused, [eng.tokenizer.decode([t]) for t in refused[:10]]
