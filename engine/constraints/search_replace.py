@@ -170,13 +170,15 @@ class SearchReplaceConstraint(ThreadConstraint):
         budget = self.table.max_token_bytes
         for thread in self.threads:
             if isinstance(thread, Replace):
+                if TERMINATOR.startswith(thread.line):  # the terminator line: only where it leads
+                    rest = TERMINATOR[len(thread.line):] + b"\n" + FENCE + b"\n\n"
+                    allowed |= self.table.prefixes_of(rest)
+                    if MARKER_HEAD.match(thread.line):  # already a marker's start: nothing else may follow
+                        continue
                 free = True
                 blocked |= self._lines_breaking(thread.line)
                 if thread.room <= 1:
                     blocked |= self._newline_inside
-                if TERMINATOR.startswith(thread.line):  # the terminator line: only where it leads
-                    rest = TERMINATOR[len(thread.line):] + b"\n" + FENCE + b"\n\n"
-                    allowed |= self.table.prefixes_of(rest)
             elif isinstance(thread, End):
                 allowed.update(self.table.eos_token_ids)
             else:

@@ -7,6 +7,8 @@ from __future__ import annotations
 
 import pytest
 import torch
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 from deltaserve.engine.constraints import GrammarSpec
 from deltaserve.engine.constraints.search_replace import replace_room
@@ -50,6 +52,7 @@ def _at(eng, kind: str, text: str, left: int | None = None):
     ("search_replace", SR_REPLACE, None),
     ("search_replace", SR_REPLACE + "====", None),  # may yet become a marker line
     ("search_replace", SR_REPLACE + "  >>", None),
+    ("search_replace", SR_REPLACE + ">>>>>>", None),  # the terminator's start, already a marker's
     ("search_replace", SR_REPLACE + "x\n" * (replace_room(1) - 1), None),  # the last line of room
     ("search_replace", SR_REPLACE + "x\n" * (replace_room(1) - 1) + "==", None),
     ("search_replace", SR_REPLACE + "    return a", 8),  # the close is forced
@@ -65,3 +68,33 @@ def test_every_token_the_mask_allows_is_accepted(eng, kind, text, left):
     assert allowed
     refused = [t for t in allowed if t not in eng.eos_token_ids and constraint.valid_prefix([t]) != 1]
     assert not refused, [eng.tokenizer.decode([t]) for t in refused[:10]]
+
+
+PIECES = {
+    "search_replace": (SR_REPLACE, ["=", ">", "<", "`", " ", "\n", "x", "-", "REPLACE", "SEARCH", ">>>>>>>"]),
+    "udiff": (DIFF_HEAD, [" ", "-", "+", "\n", "@@", "def add(a, b):", "    return a - b", "x", "```"]),
+}
+
+
+@given(kind=st.sampled_from(sorted(PIECES)), picks=st.lists(st.integers(0, 10), max_size=14),
+       left=st.sampled_from([None, 12, 40]))
+@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+def test_at_random_states_the_mask_allows_only_what_is_accepted(eng, kind, picks, left):
+    head, pieces = PIECES[kind]
+    constraint = _at(eng, kind, head, left)
+    for i in picks:  # the pieces the constraint takes, in order; the others are skipped
+        ids = eng.tokenizer.encode(pieces[i % len(pieces)], add_special_tokens=False)
+        if constraint.valid_prefix(ids) == len(ids):
+            assert all(constraint.accept(t) for t in ids)
+    # the tokens where the two may disagree: those holding marker, fence, diff or blank characters
+    tricky = set(_tricky_tokens(eng))
+    refused = [t for t in _allowed(eng, constraint) if t in tricky and constraint.valid_prefix([t]) != 1]
+    assert not refused, [eng.tokenizer.decode([t]) for t in refused[:10]]
+
+
+def _tricky_tokens(eng) -> list[int]:
+    if not hasattr(eng, "_tricky"):
+        table = eng.grammars.token_table()
+        eng._tricky = [t for t, data in enumerate(table.token_bytes)
+                       if t not in table.special and any(c in data for c in b"<=>`\n -+@")]
+    return eng._tricky
