@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable, Iterable
+from functools import lru_cache
 
 import numpy as np
 import torch
@@ -67,49 +68,59 @@ def may_become_marker(line: bytes) -> bool:
 
 
 class Search:
-    """Inside a SEARCH part: the text so far is file[o - consumed : o] for every o in offsets, each run
-    starting at a line start; at a line end (after `lines` whole lines) the divider may follow."""
+    """Inside a SEARCH part: the text so far (`size` bytes) is file[o - size : o] for every o in offsets,
+    each run starting at a line start; at a line end (after `lines` whole lines, one not blank) the divider
+    may follow, then `after(this part)`."""
 
-    __slots__ = ("file", "offsets", "lines", "after")
+    __slots__ = ("file", "offsets", "lines", "size", "after")
 
-    def __init__(self, file: bytes, offsets: tuple[int, ...], after: Callable[[int], tuple], lines: int = 0):
-        self.file, self.offsets, self.after, self.lines = file, offsets, after, lines
+    def __init__(self, file: bytes, offsets: tuple[int, ...], after: Callable[[Search], tuple],
+                 lines: int = 0, size: int = 0):
+        self.file, self.offsets, self.after, self.lines, self.size = file, offsets, after, lines, size
 
     def feed(self, byte: int) -> list:
         f = self.file
         kept = tuple(o + 1 for o in self.offsets if o < len(f) and f[o] == byte)
-        return [Search(f, kept, self.after, self.lines + (byte == 10))] if kept else []
+        return [Search(f, kept, self.after, self.lines + (byte == 10), self.size + 1)] if kept else []
 
     def expand(self) -> Iterable:
         yield self
-        if self.lines and self.file[self.offsets[0] - 1] == 10:
-            yield Lit(DIVIDER, lambda: self.after(self.lines))
+        o = self.offsets[0]
+        # at a line's end, once the part holds a non-blank line (blank lines alone match anywhere, and
+        # the tools refuse a SEARCH text with nothing in it)
+        if self.lines and self.file[o - 1] == 10 and self.file[o - self.size:o].strip():
+            yield Lit(DIVIDER, lambda: self.after(self))
 
 
 class Replace:
     """Free lines until the terminator line, no other marker line on the way, and no more than `room`
     lines: then the terminator comes (a model that loops in its new code is stopped with an edit that
-    applies). `line`: the current line."""
+    applies), then `after(the part's text)`. `line`: the current line; `text`: the whole lines before it."""
 
-    __slots__ = ("line", "room", "after")
+    __slots__ = ("line", "room", "after", "text")
 
-    def __init__(self, after: Callable[[], tuple], room: int, line: bytes = b""):
-        self.line, self.room, self.after = line, room, after
+    def __init__(self, after: Callable[[bytes], tuple], room: int, line: bytes = b"", text: bytes = b""):
+        self.line, self.room, self.after, self.text = line, room, after, text
 
     def feed(self, byte: int) -> list:
         if byte == 10:
             if self.line == TERMINATOR:
-                return [Lit(FENCE, self.after)]
+                return [Lit(FENCE, lambda: self.after(self.text))]
             if dead_line(self.line, True):
                 return []
+            text = self.text + self.line + b"\n"
             if self.room <= 1:
-                return [Lit(TERMINATOR + b"\n" + FENCE, self.after)]
-            return [Replace(self.after, self.room - 1)]
+                return [Lit(TERMINATOR + b"\n" + FENCE, lambda: self.after(text))]
+            return [Replace(self.after, self.room - 1, b"", text)]
         line = self.line + bytes((byte,))
-        return [] if dead_line(line, False) else [Replace(self.after, self.room, line)]
+        return [] if dead_line(line, False) else [Replace(self.after, self.room, line, self.text)]
 
     def expand(self) -> Iterable:
         yield self
+
+
+# the line starts of a file as the blocks so far left it (looked up again at every block start)
+_line_starts = lru_cache(maxsize=64)(line_starts)
 
 
 def replace_room(search_lines: int) -> int:
@@ -123,8 +134,7 @@ class SearchReplaceConstraint(ThreadConstraint):
     def __init__(self, files: dict[str, str], table: TokenTable, tokenize: Callable[[bytes], list[int]],
                  max_tokens: int | None = None):
         self.files = file_bytes(files)
-        self.line_starts = {p: line_starts(f) for p, f in self.files.items()}
-        super().__init__(self._blocks(), table, tokenize, max_tokens, close_margin(self.files))
+        super().__init__(self._blocks(self.files), table, tokenize, max_tokens, close_margin(self.files))
         self._starting: dict[bytes, set[int]] = {}
         self._breaking: dict[bytes | None, set[int]] = {}
         # tokens that may go on a marker's start (marker characters after any blanks): with the newline
@@ -134,19 +144,28 @@ class SearchReplaceConstraint(ThreadConstraint):
         # at a REPLACE part's last line of room, a newline must end the token: the terminator comes next
         self._newline_inside = {t for d, ids in table.with_newline if b"\n" in d[:-1] for t in ids}
 
-    # the reply's structure
+    # the reply's structure: the tools apply a reply's blocks in order, each to the files as the blocks
+    # before it left them, so a block's SEARCH part quotes those (`files`, edited block by block)
 
-    def _blocks(self) -> tuple:
-        return tuple(Lit(path + OPEN, self._search(path)) for path in self.files)
+    def _blocks(self, files: dict[bytes, bytes]) -> tuple:
+        return tuple(Lit(path + OPEN, self._search(files, path))
+                     for path, data in files.items() if data.strip())
 
-    def _search(self, path: bytes) -> Callable[[], tuple]:
-        return lambda: (Search(self.files[path], self.line_starts[path], self._replace),)
+    def _search(self, files: dict[bytes, bytes], path: bytes) -> Callable[[], tuple]:
+        data = files[path]
+        return lambda: (Search(data, _line_starts(data), lambda part: self._replace(files, path, part)),)
 
-    def _replace(self, search_lines: int) -> tuple:
-        return (Replace(self._after_block, replace_room(search_lines)),)
+    def _replace(self, files: dict[bytes, bytes], path: bytes, search: Search) -> tuple:
+        end = min(search.offsets)  # where the tools place a SEARCH text found more than once: the first
+        start = end - search.size
 
-    def _after_block(self) -> tuple:
-        blank = lambda: (End(), *self._blocks())  # noqa: E731
+        def after(text: bytes) -> tuple:
+            data = files[path]
+            return self._after_block({**files, path: data[:start] + text + data[end:]})
+        return (Replace(after, replace_room(search.lines)),)
+
+    def _after_block(self, files: dict[bytes, bytes]) -> tuple:
+        blank = lambda: (End(), *self._blocks(files))  # noqa: E731
         return (End(), Lit(b"\n", lambda: (*blank(), Lit(b"\n", blank))))
 
     # closing within the budget
@@ -214,13 +233,10 @@ class SearchReplaceConstraint(ThreadConstraint):
 def _search_rest(thread: Search, offset: int) -> bytes:
     """The cheapest rest of a SEARCH part matched up to `offset`: the rest of its line, and, while the part
     holds only blank lines (which match anywhere), the lines up to a non-blank one."""
-    f = thread.file
-    if thread.lines and f[offset - 1] == 10:
-        return b""  # at a line's end: the divider may come
-    end = f.find(b"\n", offset) + 1
-    if not thread.lines:
-        while f[f.rfind(b"\n", 0, end - 1) + 1:end].isspace() and end < len(f):
-            end = f.find(b"\n", end) + 1
+    f, start = thread.file, offset - thread.size
+    end = offset if thread.lines and f[offset - 1] == 10 else f.find(b"\n", offset) + 1
+    while not f[start:end].strip() and end < len(f):
+        end = f.find(b"\n", end) + 1
     return f[offset:end]
 
 
@@ -251,9 +267,11 @@ def _continuations(thread, budget: int) -> Iterable[tuple[bytes, bool]]:
         for o in set(thread.offsets):
             window = f[o:o + budget]
             yield window, False
-            # the divider may follow any line end inside the window
+            # the divider may follow any line end inside the window once the part holds a non-blank line
+            has_text = bool(f[o - thread.size:o].strip())
             end = window.find(b"\n")
             while end != -1:
-                head = window[:end + 1] + DIVIDER
-                yield head[:budget], len(head) <= budget
+                if has_text or window[:end].strip():
+                    head = window[:end + 1] + DIVIDER
+                    yield head[:budget], len(head) <= budget
                 end = window.find(b"\n", end + 1)

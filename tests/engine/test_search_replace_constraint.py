@@ -13,7 +13,9 @@ from deltaserve.engine import SamplingParams
 from deltaserve.engine.constraints import GrammarSpec
 from deltaserve.engine.constraints.search_replace import SearchReplaceConstraint, replace_room
 from deltaserve.errors import InvalidRequestError
+from deltaserve.harness.formats.search_replace import SearchReplaceFormat
 from deltaserve.tools.search_replace import parse_search_replace_blocks
+from deltaserve.tools.workspace import Workspace
 
 CALC = "def add(a, b):\n    return a - b\n\n\ndef mul(a, b):\n    return a * b\n"
 NOTES = "# notes\nx = 1\ny = [x,\n     2]\n"
@@ -33,7 +35,7 @@ def _file_lines(text: str) -> str:
        seed=st.integers(0, 2**31), temperature=st.sampled_from([0.0, 1.0, 1.6]),
        max_tokens=st.sampled_from([48, 96, 160]))
 @settings(max_examples=24, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
-def test_every_reply_holds_blocks_whose_search_is_in_their_file(eng, files, seed, temperature, max_tokens):
+def test_every_reply_holds_blocks_that_apply(eng, files, seed, temperature, max_tokens, tmp_path):
     params = SamplingParams(max_tokens=max_tokens, temperature=temperature, seed=seed,
                             grammar=GrammarSpec.search_replace(files))
     out = eng.generate("Fix the bug.", params)[0]
@@ -43,10 +45,16 @@ def test_every_reply_holds_blocks_whose_search_is_in_their_file(eng, files, seed
     blocks = parse_search_replace_blocks(out.text)
     assert blocks, out.text  # every reply holds at least one edit
     for block in blocks:
-        assert block.path in files and block.search
-        assert block.search in _file_lines(files[block.path]), (block.search, out.text)
-        assert _file_lines(files[block.path]).startswith(block.search) or \
-            ("\n" + block.search) in _file_lines(files[block.path])  # whole lines, from a line start
+        assert block.path in files and block.search.strip(), out.text
+    first = blocks[0]  # quoted from the file as it is: whole lines, from a line start
+    assert ("\n" + _file_lines(files[first.path])).find("\n" + first.search) != -1, out.text
+    # and the tools apply them all, in order (a later block quotes the file as the earlier ones left it)
+    root = tmp_path / f"ws{seed}"
+    for path, text in files.items():
+        (root / path).parent.mkdir(parents=True, exist_ok=True)
+        (root / path).write_text(text)
+    if any(b.search != b.replace for b in blocks):  # a reply of unchanged blocks only is refused as such
+        SearchReplaceFormat().apply(blocks, Workspace(root), dry_run=True)  # raises PatchError if not
 
 
 def test_the_structure_is_drafted_and_drafts_that_break_it_are_cut(eng):
@@ -80,6 +88,23 @@ def test_a_written_block_is_accepted_and_a_wrong_search_is_not(eng):
         fresh = _constraint(eng, {"calc.py": CALC})
         ids = _tokens(eng, bad)
         assert fresh.valid_prefix(ids) < len(ids), bad
+
+
+def test_a_later_block_quotes_the_file_as_the_blocks_before_left_it(eng):
+    first = ("calc.py\n```\n<<<<<<< SEARCH\n    return a - b\n=======\n    return a + b\n"
+             ">>>>>>> REPLACE\n```\n\n")
+    again = "calc.py\n```\n<<<<<<< SEARCH\n    return a {} b\n=======\n"
+    for sign, ok in (("+", True), ("-", False)):
+        c = _constraint(eng, {"calc.py": CALC})
+        assert all(c.accept(t) for t in _tokens(eng, first))
+        ids = _tokens(eng, again.format(sign))
+        assert (c.valid_prefix(ids) == len(ids)) is ok, sign
+
+
+def test_a_blank_search_part_takes_no_divider(eng):
+    c = _constraint(eng, {"calc.py": CALC})
+    ids = _tokens(eng, "calc.py\n```\n<<<<<<< SEARCH\n\n=======\n")
+    assert c.valid_prefix(ids) < len(ids)
 
 
 def test_rollback_returns_to_the_same_mask(eng):
