@@ -69,8 +69,8 @@ def may_become_marker(line: bytes) -> bool:
 
 class Search:
     """Inside a SEARCH part: the text so far (`size` bytes) is file[o - size : o] for every o in offsets,
-    each run starting at a line start; at a line end (after `lines` whole lines, one not blank) the divider
-    may follow, then `after(this part)`."""
+    each run starting at a line start; at a line end (after `lines` whole lines, one not blank, found at one
+    offset only) the divider may follow, then `after(this part)`."""
 
     __slots__ = ("file", "offsets", "lines", "size", "after")
 
@@ -86,9 +86,10 @@ class Search:
     def expand(self) -> Iterable:
         yield self
         o = self.offsets[0]
-        # at a line's end, once the part holds a non-blank line (blank lines alone match anywhere, and
-        # the tools refuse a SEARCH text with nothing in it)
-        if self.lines and self.file[o - 1] == 10 and self.file[o - self.size:o].strip():
+        # at a line's end, once the part holds a non-blank line and is found at one place only (the tools
+        # refuse a SEARCH text with nothing in it, and one that matches two places)
+        found_once = len(self.offsets) == 1
+        if self.lines and found_once and self.file[o - 1] == 10 and self.file[o - self.size:o].strip():
             yield Lit(DIVIDER, lambda: self.after(self))
 
 
@@ -119,6 +120,7 @@ class Replace:
         yield self
 
 
+CLOSE_CANDIDATES = 16  # the SEARCH runs (nearest their line's end first) a closing text is looked for from
 # the line starts of a file as the blocks so far left it (looked up again at every block start)
 _line_starts = lru_cache(maxsize=64)(line_starts)
 
@@ -177,7 +179,9 @@ class SearchReplaceConstraint(ThreadConstraint):
                 return TERMINATOR[len(thread.line):] + b"\n" + FENCE
             return b"\n" + tail
         if isinstance(thread, Search):
-            return min((_search_rest(thread, o) for o in set(thread.offsets)), key=len) + DIVIDER + tail
+            f = thread.file
+            nearest = sorted(set(thread.offsets), key=lambda o: f.find(b"\n", o) - o)[:CLOSE_CANDIDATES]
+            return min((_search_rest(thread, o) for o in nearest), key=len) + DIVIDER + tail
         return None
 
     # the mask
@@ -232,12 +236,24 @@ class SearchReplaceConstraint(ThreadConstraint):
 
 def _search_rest(thread: Search, offset: int) -> bytes:
     """The cheapest rest of a SEARCH part matched up to `offset`: the rest of its line, and, while the part
-    holds only blank lines (which match anywhere), the lines up to a non-blank one."""
+    holds only blank lines or is found at another place too, the lines below."""
     f, start = thread.file, offset - thread.size
     end = offset if thread.lines and f[offset - 1] == 10 else f.find(b"\n", offset) + 1
-    while not f[start:end].strip() and end < len(f):
+    while (not f[start:end].strip() or not _found_once(f, start, end)) and end < len(f):
         end = f.find(b"\n", end) + 1
     return f[offset:end]
+
+
+def _found_once(f: bytes, start: int, end: int) -> bool:
+    """Whether the whole lines f[start:end] are found at no other line start of f."""
+    lines = b"\n" + f[start:end]
+    text = _from_newline(f)
+    return text.find(lines, text.find(lines) + 1) == -1
+
+
+@lru_cache(maxsize=64)
+def _from_newline(f: bytes) -> bytes:
+    return b"\n" + f
 
 
 def _breaks(text: bytes) -> bool:
@@ -271,7 +287,7 @@ def _continuations(thread, budget: int) -> Iterable[tuple[bytes, bool]]:
             has_text = bool(f[o - thread.size:o].strip())
             end = window.find(b"\n")
             while end != -1:
-                if has_text or window[:end].strip():
+                if (has_text or window[:end].strip()) and _found_once(f, o - thread.size, o + end + 1):
                     head = window[:end + 1] + DIVIDER
                     yield head[:budget], len(head) <= budget
                 end = window.find(b"\n", end + 1)
