@@ -16,6 +16,7 @@ next: a known continuation (looked up by prefixes in the TokenTable) or free tex
 from __future__ import annotations
 
 import re
+from collections import Counter
 from collections.abc import Callable, Iterable
 from functools import lru_cache
 
@@ -246,14 +247,19 @@ def _search_rest(thread: Search, offset: int) -> bytes:
 
 def _found_once(f: bytes, start: int, end: int) -> bool:
     """Whether the whole lines f[start:end] are found at no other line start of f."""
+    text, once = _lines_of(f)
+    newline = f.rfind(b"\n", start, end - 1)  # before the run's last line, if the run has two or more
+    if f[newline + 1 if newline != -1 else start:end] in once:  # its last line is: the common case
+        return True
     lines = b"\n" + f[start:end]
-    text = _from_newline(f)
     return text.find(lines, text.find(lines) + 1) == -1
 
 
 @lru_cache(maxsize=64)
-def _from_newline(f: bytes) -> bytes:
-    return b"\n" + f
+def _lines_of(f: bytes) -> tuple[bytes, frozenset[bytes]]:
+    """The file after a newline (a line start is a newline before), and its lines found once."""
+    counts = Counter(f.splitlines(keepends=True))
+    return b"\n" + f, frozenset(line for line, n in counts.items() if n == 1)
 
 
 def _breaks(text: bytes) -> bool:
