@@ -10,18 +10,21 @@ from __future__ import annotations
 
 import threading
 from collections import OrderedDict
+from collections.abc import Callable
 from typing import Any
 
 import torch
 
 from deltaserve.engine.constraints.search_replace import SearchReplaceConstraint
 from deltaserve.engine.constraints.spec import GrammarSpec
+from deltaserve.engine.constraints.symbol_grammar import closes_as_python
 from deltaserve.engine.constraints.token_table import TokenTable
 from deltaserve.engine.constraints.udiff import UdiffConstraint
 from deltaserve.errors import InvalidRequestError
 
 # edit formats no grammar library expresses ("a run of this file's lines"): our own automata
 EDIT_AUTOMATA = {"search_replace": SearchReplaceConstraint, "udiff": UdiffConstraint}
+CLOSES_AT = {"python": closes_as_python}  # GrammarSpec.closes_at: may the output close here, given its text
 GRAMMARS_KEPT = 64  # checked grammar texts kept, by spec
 # JSON without free whitespace: a small model left free to emit whitespace may emit newlines until
 # max_tokens; fixed separators also make more of the output forced (drafted whole, verified in one pass).
@@ -29,6 +32,9 @@ GRAMMARS_KEPT = 64  # checked grammar texts kept, by spec
 # may end here ends rather than begin another block (a block of definitions needs its path, fence and head)
 CLOSE_MARGIN = 8
 END_ROOM = 48
+# tokens left within which an output closes at the first line end its spec's `closes_at` allows (a symbol
+# reply whose code parses there), rather than wherever the budget runs out (mid statement, refused)
+EARLY_CLOSE = 160
 JSON_OPTIONS: dict[str, Any] = {"whitespace_flexible": False, "item_separator": ", ", "key_separator": ": "}
 
 
@@ -131,19 +137,27 @@ class GrammarCompiler:
         if matcher.is_error():
             raise InvalidRequestError(f"invalid {spec.kind}: {matcher.get_error()}")
         closers = [tokenizer.tokenize_str(c) for c in spec.closers]
-        return GrammarConstraint(matcher, self.eos_token_ids, closers, max_tokens)
+        closes_here = CLOSES_AT[spec.closes_at] if spec.closes_at else None
+        return GrammarConstraint(matcher, self.eos_token_ids, closers, max_tokens, closes_here,
+                                 tokenizer.decode_bytes)
 
 
 class GrammarConstraint:
     """A TokenConstraint over one llguidance matcher; with `closers` (token runs, cheapest first; [] ends
     here) and `max_tokens`, the first closer the grammar takes from here to an end is forced once the
-    budget left comes near it (a grammar library cannot say how to close an output; the spec does)."""
+    budget left comes near it (a grammar library cannot say how to close an output; the spec does). With
+    `closes_here` (given the output's text, decoded by `decode`), it is forced earlier: at the first line
+    end within EARLY_CLOSE tokens of the budget where `closes_here` holds."""
 
     def __init__(self, matcher: Any, eos_token_ids: list[int] | None = None,
-                 closers: list[list[int]] | None = None, max_tokens: int | None = None):
+                 closers: list[list[int]] | None = None, max_tokens: int | None = None,
+                 closes_here: Callable[[str], bool] | None = None,
+                 decode: Callable[[list[int]], bytes] | None = None):
         self.matcher, self.eos_token_ids = matcher, eos_token_ids or []
         self.closers, self.max_tokens = closers or [], max_tokens
+        self.closes_here, self.decode = (closes_here, decode) if decode else (None, None)
         self.emitted = 0
+        self.tokens: list[int] = []  # the output so far, kept where `closes_here` reads it
         self._closing: list[int] | None = None  # the closer forced, then the end
         self._closing_at = 0
         self._error: str | None = None
@@ -165,12 +179,16 @@ class GrammarConstraint:
         if not self.matcher.consume_token(token):
             return False
         self.emitted += 1
+        if self.closes_here:
+            self.tokens.append(token)
         self._maybe_close()
         return True
 
     def rollback(self, num_tokens: int) -> None:
         self.matcher.rollback(num_tokens)
         self.emitted -= num_tokens
+        if self.closes_here and num_tokens:
+            del self.tokens[-num_tokens:]
         if self._closing is not None and self.emitted < self._closing_at:
             self._closing = None
 
@@ -202,9 +220,10 @@ class GrammarConstraint:
         if self.max_tokens is None or self._closing is not None or self.matcher.is_stopped():
             return
         left = self.max_tokens - self.emitted
+        early = left <= EARLY_CLOSE and self._closes_here()
         for closer in self.closers:
             room = (END_ROOM if not closer else CLOSE_MARGIN) + len(closer)
-            if left > room or self.matcher.validate_tokens(closer) < len(closer):
+            if (left > room and not (early and closer)) or self.matcher.validate_tokens(closer) < len(closer):
                 continue
             self.matcher.consume_tokens(closer)
             accepting = self.matcher.is_accepting()
@@ -212,6 +231,12 @@ class GrammarConstraint:
             if accepting:
                 self._closing, self._closing_at = closer, self.emitted
                 return
+
+    def _closes_here(self) -> bool:
+        """At a line end, whether the spec lets the output close here."""
+        if not self.closes_here or b"\n" not in self.decode(self.tokens[-1:]):
+            return False
+        return self.closes_here(self.decode(self.tokens).decode("utf-8", errors="replace"))
 
     @property
     def done(self) -> bool:

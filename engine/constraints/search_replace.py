@@ -88,9 +88,11 @@ class Search:
         yield self
         o = self.offsets[0]
         # at a line's end, once the part holds a non-blank line and is found at one place only (the tools
-        # refuse a SEARCH text with nothing in it, and one that matches two places)
-        found_once = len(self.offsets) == 1
-        if self.lines and found_once and self.file[o - 1] == 10 and self.file[o - self.size:o].strip():
+        # refuse a SEARCH text with nothing in it, and one that matches two places; the offsets hold only
+        # the runs that may close, so the file tells whether it is found elsewhere)
+        f, start = self.file, o - self.size
+        if (self.lines and len(self.offsets) == 1 and f[o - 1] == 10 and f[start:o].strip()
+                and _found_once(f, start, o)):
             yield Lit(DIVIDER, lambda: self.after(self))
 
 
@@ -115,15 +117,34 @@ class Replace:
                 return [Lit(TERMINATOR + b"\n" + FENCE, lambda: self.after(text))]
             return [Replace(self.after, self.room - 1, b"", text)]
         line = self.line + bytes((byte,))
-        return [] if dead_line(line, False) else [Replace(self.after, self.room, line, self.text)]
+        if byte == 0 or dead_line(line, False):  # a NUL byte: the tools refuse it in a text file
+            return []
+        return [Replace(self.after, self.room, line, self.text)]
 
     def expand(self) -> Iterable:
         yield self
 
 
 CLOSE_CANDIDATES = 16  # the SEARCH runs (nearest their line's end first) a closing text is looked for from
-# the line starts of a file as the blocks so far left it (looked up again at every block start)
-_line_starts = lru_cache(maxsize=64)(line_starts)
+
+
+@lru_cache(maxsize=64)
+def _closable_starts(f: bytes) -> tuple[int, ...]:
+    """The line starts of a file (as the blocks so far left it) a SEARCH part may start from: those from
+    which some run of whole lines holds a non-blank line and is found once. A run that is both stays so as it
+    grows, so the run to the file's end tells; from any other start the part could never take its divider.
+    A run to the end found once is found once from any earlier start too, so the last such start is
+    bisected."""
+    starts = line_starts(f)
+    last_text = max((k for k, s in enumerate(starts) if f[s:f.index(b"\n", s)].strip()), default=-1)
+    lo, hi = 0, last_text + 1  # starts[:lo] are found once to the end; starts[hi:] are not (or blank)
+    while lo < hi:
+        mid = (lo + hi) // 2
+        if _found_once(f, starts[mid], len(f)):
+            lo = mid + 1
+        else:
+            hi = mid
+    return starts[:lo]
 
 
 def replace_room(search_lines: int) -> int:
@@ -156,7 +177,7 @@ class SearchReplaceConstraint(ThreadConstraint):
 
     def _search(self, files: dict[bytes, bytes], path: bytes) -> Callable[[], tuple]:
         data = files[path]
-        return lambda: (Search(data, _line_starts(data), lambda part: self._replace(files, path, part)),)
+        return lambda: (Search(data, _closable_starts(data), lambda part: self._replace(files, path, part)),)
 
     def _replace(self, files: dict[bytes, bytes], path: bytes, search: Search) -> tuple:
         end = min(search.offsets)  # where the tools place a SEARCH text found more than once: the first

@@ -26,6 +26,9 @@ class GrammarSpec(BaseModel):
     # a grammar's ways to close its output, cheapest first ("" = end here): forced near max_tokens, so a
     # reply ends whole rather than cut (the edit automata work theirs out themselves)
     closers: tuple[str, ...] = ()
+    # where the output may close early (within EARLY_CLOSE tokens of its budget): "python" = at a line end
+    # where the open fence's code parses; None = only at the budget
+    closes_at: Literal["python"] | None = None
 
     @classmethod
     def json_object(cls) -> GrammarSpec:
@@ -42,7 +45,8 @@ class GrammarSpec(BaseModel):
     @classmethod
     def symbol(cls, paths) -> GrammarSpec:
         """Whole definitions of these files' Python ones (symbol_grammar.py); ValueError without one."""
-        return cls(kind="lark", source=symbol_grammar(python_files(paths)), closers=SYMBOL_CLOSERS)
+        return cls(kind="lark", source=symbol_grammar(python_files(paths)), closers=SYMBOL_CLOSERS,
+                   closes_at="python")
 
     def key(self) -> str:
         """A stable text of the spec (compiled grammars are cached by it)."""

@@ -11,7 +11,9 @@ right is for the tests. The fixed text (the fence lines) is forced, so it is dra
 
 from __future__ import annotations
 
+import ast
 import json
+import textwrap
 
 # a line at the margin that may follow the first definition (anything else there would end the code)
 _AT_MARGIN = r"(@|def[ \t]|async[ \t]|class[ \t]|import[ \t]|from[ \t]|#|[)\]}])[^\n]*\n"
@@ -27,12 +29,31 @@ MAX_BLOCKS = 8
 PREAMBLE_LINES = 12
 # how a reply closes: end after a fence, or close the fence at a line's start or end
 SYMBOL_CLOSERS = ("", "```", "\n```")
+FENCE_OPEN = "```python\n"
 DEFINITIONS = rf"({_IMPORT}|{_COMMENT_OR_BLANK}){{0,{PREAMBLE_LINES}}}{_HEAD}{_BODY_LINE}*"
 
 
 def python_files(paths) -> list[str]:
     """The paths a symbol reply may name: the Python ones."""
     return sorted(p for p in paths if p.endswith(".py"))
+
+
+def closes_as_python(reply: str) -> bool:
+    """Whether the reply's open fence, closed after its last whole line, holds code that parses (an indented
+    method dedented, as the symbol format reads it): near its budget a reply closes there rather than mid
+    statement, where the format would refuse the block."""
+    start = reply.rfind(FENCE_OPEN)
+    if start < 0:
+        return False
+    code = reply[start + len(FENCE_OPEN):]
+    code = code[: code.rfind("\n") + 1]
+    if "```" in code or not code.strip():
+        return False
+    try:
+        ast.parse(textwrap.dedent(code))
+    except (SyntaxError, ValueError):
+        return False
+    return True
 
 
 def symbol_grammar(paths: list[str]) -> str:

@@ -25,8 +25,10 @@ class TokenTable:
             if len(data) > 1:
                 self.by_head[data[:2]].append((data, ids))
         self.with_newline = [(data, ids) for data, ids in self.by_bytes.items() if b"\n" in data]
-        # every ordinary token (free text: a REPLACE part), as a bitmask row
-        self.free_row = self.row(t for ids in self.by_bytes.values() for t in ids)
+        # the ordinary tokens free text (a REPLACE part, new code) may take: none with a NUL byte, which the
+        # tools refuse in a text file; and all of them as a bitmask row
+        self.free = [(data, ids) for data, ids in self.by_bytes.items() if b"\0" not in data]
+        self.free_row = self.row(t for _, ids in self.free for t in ids)
 
     def prefixes_of(self, text: bytes) -> set[int]:
         """The tokens whose bytes are a non-empty prefix of `text`."""

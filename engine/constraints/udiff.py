@@ -73,7 +73,8 @@ class FreeLine:
     def feed(self, byte: int) -> list:
         if byte == 10:
             return list(self.after())
-        return [FreeLine(self.after, self.room - 1, self.closing)] if self.room > 0 else []
+        ok = self.room > 0 and byte != 0  # a NUL byte: the tools refuse it in a text file
+        return [FreeLine(self.after, self.room - 1, self.closing)] if ok else []
 
     def expand(self) -> Iterable:
         yield self
@@ -176,7 +177,7 @@ class UdiffConstraint(ThreadConstraint):
         ending in the line's newline."""
         if room not in self._free_rows:
             self._free_rows[room] = self.table.row(
-                t for d, ids in self.table.by_bytes.items()
+                t for d, ids in self.table.free
                 if b"\n" not in d[:-1] and (len(d) <= room or (d.endswith(b"\n") and len(d) <= room + 1))
                 for t in ids)
         return self._free_rows[room]

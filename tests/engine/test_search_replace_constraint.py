@@ -116,6 +116,27 @@ def test_a_blank_search_part_takes_no_divider(eng):
     assert c.valid_prefix(ids) < len(ids)
 
 
+def test_a_search_part_starts_only_where_it_can_take_its_divider(eng):
+    # from the trailing blank lines no run holds text; from the last line, no run is found once
+    head = "a.py\n```\n<<<<<<< SEARCH\n"
+    twice = "    return x\nx = 1\n    return x\n"
+    for text, bad in (("x = 1\n    \n\n", "    \n"), (twice, "    return x\n=")):
+        c = _constraint(eng, {"a.py": text})
+        ids = _tokens(eng, head + bad)
+        assert c.valid_prefix(ids) < len(ids), (text, bad)
+    c = _constraint(eng, {"a.py": twice})  # found once only with the line below
+    ids = _tokens(eng, head + "    return x\nx = 1\n=======\n")
+    assert c.valid_prefix(ids) == len(ids)
+
+
+def test_new_code_holds_no_nul_byte(eng):
+    nul = [t for t, data in enumerate(eng.grammars.token_table().token_bytes) if b"\0" in data]
+    assert nul  # the tiny model's byte tokens hold one
+    c = _constraint(eng, {"calc.py": CALC})
+    assert all(c.accept(t) for t in _tokens(eng, "calc.py\n```\n<<<<<<< SEARCH\n    return a - b\n=======\n"))
+    assert not any(c.valid_prefix([t]) for t in nul)
+
+
 def test_rollback_returns_to_the_same_mask(eng):
     import torch
 

@@ -91,6 +91,22 @@ def test_near_its_budget_a_reply_closes_its_fence_and_ends(eng):
     assert constraint.emitted <= len(head) + 20
 
 
+def test_near_its_budget_a_reply_closes_at_the_first_line_end_where_its_code_parses(eng):
+    head = _tokens(eng, "calc.py\n```python\ndef add(a, b):\n    total = (a +\n")
+    constraint = eng.grammars.compile(GrammarSpec.symbol(FILES), max_tokens=len(head) + 100)
+    assert all(constraint.accept(t) for t in head)
+    assert constraint.forced_tokens() == []  # the bracket is open: closing here would not parse
+    assert all(constraint.accept(t) for t in _tokens(eng, "             b)\n"))
+    closing = constraint.forced_tokens()
+    assert eng.tokenizer.decode(closing) in ("```", "\n```")
+    assert all(constraint.accept(t) for t in closing) and constraint.accept(sorted(eng.eos_token_ids)[0])
+    edits = SymbolFormat().parse(eng.tokenizer.decode(head + _tokens(eng, "             b)\n") + closing))
+    assert [e.path for e in edits] == ["calc.py"]
+    roomy = eng.grammars.compile(GrammarSpec.symbol(FILES), max_tokens=len(head) + 400)
+    assert all(roomy.accept(t) for t in head + _tokens(eng, "             b)\n"))
+    assert roomy.forced_tokens() == []  # far from its budget, the reply goes on
+
+
 def test_a_budget_too_small_for_another_block_ends_the_reply(eng):
     block = _tokens(eng, "calc.py\n```python\ndef add(a, b):\n    return a + b\n```")
     another = _tokens(eng, "\n\ncalc.py")
