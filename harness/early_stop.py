@@ -4,9 +4,10 @@ A small model that quotes a line the file does not have decodes the rest of its 
 reply, for nothing: the edit fails whatever follows. With any provider the stream can be closed at that
 line (our engine and server then free the request), and the model is told at once which line is not there.
 `SearchReplaceWatch` reads SEARCH/REPLACE replies: each whole SEARCH line must be placeable on some line
-of the file it names, or of another file in play, by the tools' own matching (tools.hunks.line_could_match:
-exact to fuzzy). A block naming a file that does not exist goes on (the pipeline's repairs find the file its
-lines are in), as does one whose lines are in another file in play (it is re-aimed there).
+of the file it names, or of another file in play, or of an earlier block's REPLACE text (blocks apply in
+order), by the tools' own matching (tools.hunks.line_could_match: exact to fuzzy). A block naming a file
+that does not exist goes on (the pipeline's repairs find the file its lines are in), as does one whose
+lines are in another file in play (it is re-aimed there).
 `UdiffWatch` reads unified diffs alike: each context or removed line of a hunk, against the file its
 `+++` header names.
 """
@@ -74,13 +75,15 @@ class SearchReplaceWatch(_FileWatch):
                 continue
         else:
             return None  # not readable as blocks (yet): the pipeline will say what is wrong, if anything
-        for n, block in enumerate(blocks):
-            reason = self._check(n, block.path, block.search.splitlines())
+        written: list[str] = []  # the REPLACE lines of the blocks before: the tools apply blocks in order,
+        for n, block in enumerate(blocks):  # so a later block may quote what an earlier one wrote
+            reason = self._check(n, block.path, block.search.splitlines(), written)
             if reason:
                 return reason
+            written += block.replace.splitlines()
         return None
 
-    def _check(self, n: int, path: str, search: list[str]) -> str | None:
+    def _check(self, n: int, path: str, search: list[str], written: list[str]) -> str | None:
         done = self._checked.get(n, 0)
         if len(search) <= done:
             return None
@@ -88,7 +91,7 @@ class SearchReplaceWatch(_FileWatch):
         if lines is None:  # a misnamed file: the pipeline's repairs look for the file its lines are in
             return None
         for line in search[done:]:
-            if not self._placeable(line, [path, *self.in_play]):
+            if not (self._placeable(line, [path, *self.in_play]) or line_could_match(line, written)):
                 return (f"The SEARCH line {line.strip()!r} is not in {path} (nor close to any of its lines), "
                         "so the block cannot apply; the reply was stopped there. Copy SEARCH lines exactly "
                         "from the file as shown.")

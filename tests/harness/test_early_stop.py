@@ -57,6 +57,14 @@ def test_a_block_quoting_another_file_in_play_goes_on_for_the_repairs_to_reaim()
     assert SearchReplaceWatch(files.get, ["calc.py"])(quoting_util)  # util.py not in play: stopped
 
 
+def test_a_later_block_may_quote_what_an_earlier_block_wrote():
+    first = block("    return a - b\n", "    total = a + b\n    return total\n")
+    later = block("    total = a + b\n", "    total = b + a\n")
+    w = watch()
+    assert all(w(p) is None for p in prefixes(first + later))
+    assert watch()(later)  # alone, its line is not in the file
+
+
 def test_blank_lines_always_could_match():
     assert line_could_match("   ", []) and not line_could_match("x = 1", [])
 
