@@ -414,7 +414,7 @@ class Engine:
                 seq.finish("error", f"the output cannot meet its constraint: {seq.constraint.error}")
                 return
             if seq.constraint.done:
-                seq.finish("stop")
+                seq.finish("length" if seq.constraint.closed_by_budget else "stop")
                 return
         if p.stop and len(seq.text) > old_len:
             longest = max(len(s) for s in p.stop)

@@ -32,5 +32,10 @@ class TokenConstraint(Protocol):
         """Nothing more may be emitted: the request is complete."""
 
     @property
+    def closed_by_budget(self) -> bool:
+        """The output was closed early because its token budget ran short (the request then finishes with
+        "length": the model would have gone on)."""
+
+    @property
     def error(self) -> str | None:
         """Why the constraint cannot be met, once it cannot."""

@@ -243,6 +243,10 @@ class GrammarConstraint:
         return bool(self.matcher.is_stopped())
 
     @property
+    def closed_by_budget(self) -> bool:
+        return self._closing is not None
+
+    @property
     def error(self) -> str | None:
         if self._error is not None:
             return self._error

@@ -224,5 +224,9 @@ class ThreadConstraint:
         return self.finished
 
     @property
+    def closed_by_budget(self) -> bool:
+        return self._closing is not None
+
+    @property
     def error(self) -> str | None:
         return self._error

@@ -170,7 +170,8 @@ def test_near_its_budget_a_reply_is_closed_the_cheapest_way(eng):
     for _ in range(30):  # the new code goes on until the budget calls for the close
         if not c.valid_prefix([plus]):
             break
-        assert c.accept(plus)
+        assert not c.closed_by_budget and c.accept(plus)
+    assert c.closed_by_budget
     closing = eng.tokenizer.decode(c.forced_tokens())
     assert closing == "\n>>>>>>> REPLACE\n```", closing
     assert c.valid_prefix(_tokens(eng, " + b")) == 0  # nothing else may come now
@@ -181,6 +182,15 @@ def test_near_its_budget_a_reply_is_closed_the_cheapest_way(eng):
     assert eng.tokenizer.decode(c.forced_tokens()) == closing
     c.rollback(1)  # and before the token that called for it: free again
     assert c.valid_prefix(_tokens(eng, " + b")) > 0
+
+
+def test_a_reply_the_budget_closed_finishes_as_length(eng):
+    # the tiny model never ends a block by itself within 40 tokens: the budget closes each reply
+    spec = GrammarSpec.search_replace({"calc.py": CALC})
+    for seed in range(4):
+        params = SamplingParams(max_tokens=40, temperature=1.0, seed=seed, grammar=spec)
+        out = eng.generate("Fix the bug.", params)[0]
+        assert out.finish_reason == "length" and out.text.endswith(">>>>>>> REPLACE\n```"), out.text
 
 
 def test_a_budget_too_small_for_another_block_ends_the_reply(eng):
