@@ -143,6 +143,9 @@ class StepReport(_Savings):
     # a reply stopped early: the decode tokens its max_tokens still allowed when it was cut. The most the
     # stop saved: left alone, the reply would have ended at its own end of text or at max_tokens
     decode_budget_unspent: int | None = None
+    # why the reply ended, as the provider said: "stop", "length" (the token budget: cut, or on our engine
+    # under the edits constraint, closed whole in time), EARLY_STOP (harness/early_stop.py), ...
+    finish_reason: str | None = None
 
     @classmethod
     def from_completion(cls, completion, **fields) -> StepReport:
@@ -158,6 +161,7 @@ class StepReport(_Savings):
             measured["plain_pass_s"] = engine_metrics["plain_pass_ms"] / 1000
         measured["prompt_tokens"] = measured["prompt_tokens"] or 0
         measured["completion_tokens"] = measured["completion_tokens"] or 0
+        measured["finish_reason"] = getattr(completion, "finish_reason", None)
         return cls(**{**measured, "reply": getattr(completion, "text", ""), **fields})
 
     @computed_field
