@@ -16,13 +16,12 @@ next: a known continuation (looked up by prefixes in the TokenTable) or free tex
 from __future__ import annotations
 
 import re
-from collections import Counter
 from collections.abc import Callable, Iterable
-from functools import lru_cache
 
 import numpy as np
 import torch
 
+from deltaserve.engine.constraints.runs import closable_starts, found_once, unique_run_end
 from deltaserve.engine.constraints.threads import (
     End,
     Lit,
@@ -30,7 +29,6 @@ from deltaserve.engine.constraints.threads import (
     close_margin,
     expand,
     file_bytes,
-    line_starts,
 )
 from deltaserve.engine.constraints.token_table import TokenTable
 
@@ -92,7 +90,7 @@ class Search:
         # the runs that may close, so the file tells whether it is found elsewhere)
         f, start = self.file, o - self.size
         if (self.lines and len(self.offsets) == 1 and f[o - 1] == 10 and f[start:o].strip()
-                and _found_once(f, start, o)):
+                and found_once(f, start, o)):
             yield Lit(DIVIDER, lambda: self.after(self))
 
 
@@ -128,25 +126,6 @@ class Replace:
 CLOSE_CANDIDATES = 16  # the SEARCH runs (nearest their line's end first) a closing text is looked for from
 
 
-@lru_cache(maxsize=64)
-def _closable_starts(f: bytes) -> tuple[int, ...]:
-    """The line starts of a file (as the blocks so far left it) a SEARCH part may start from: those from
-    which some run of whole lines holds a non-blank line and is found once. A run that is both stays so as it
-    grows, so the run to the file's end tells; from any other start the part could never take its divider.
-    A run to the end found once is found once from any earlier start too, so the last such start is
-    bisected."""
-    starts = line_starts(f)
-    last_text = max((k for k, s in enumerate(starts) if f[s:f.index(b"\n", s)].strip()), default=-1)
-    lo, hi = 0, last_text + 1  # starts[:lo] are found once to the end; starts[hi:] are not (or blank)
-    while lo < hi:
-        mid = (lo + hi) // 2
-        if _found_once(f, starts[mid], len(f)):
-            lo = mid + 1
-        else:
-            hi = mid
-    return starts[:lo]
-
-
 def replace_room(search_lines: int) -> int:
     """The most lines a REPLACE part may hold: generous for any real edit of that many lines."""
     return 4 * search_lines + 60
@@ -177,7 +156,7 @@ class SearchReplaceConstraint(ThreadConstraint):
 
     def _search(self, files: dict[bytes, bytes], path: bytes) -> Callable[[], tuple]:
         data = files[path]
-        return lambda: (Search(data, _closable_starts(data), lambda part: self._replace(files, path, part)),)
+        return lambda: (Search(data, closable_starts(data), lambda part: self._replace(files, path, part)),)
 
     def _replace(self, files: dict[bytes, bytes], path: bytes, search: Search) -> tuple:
         end = min(search.offsets)  # where the tools place a SEARCH text found more than once: the first
@@ -261,26 +240,7 @@ def _search_rest(thread: Search, offset: int) -> bytes:
     holds only blank lines or is found at another place too, the lines below."""
     f, start = thread.file, offset - thread.size
     end = offset if thread.lines and f[offset - 1] == 10 else f.find(b"\n", offset) + 1
-    while (not f[start:end].strip() or not _found_once(f, start, end)) and end < len(f):
-        end = f.find(b"\n", end) + 1
-    return f[offset:end]
-
-
-def _found_once(f: bytes, start: int, end: int) -> bool:
-    """Whether the whole lines f[start:end] are found at no other line start of f."""
-    text, once = _lines_of(f)
-    newline = f.rfind(b"\n", start, end - 1)  # before the run's last line, if the run has two or more
-    if f[newline + 1 if newline != -1 else start:end] in once:  # its last line is: the common case
-        return True
-    lines = b"\n" + f[start:end]
-    return text.find(lines, text.find(lines) + 1) == -1
-
-
-@lru_cache(maxsize=64)
-def _lines_of(f: bytes) -> tuple[bytes, frozenset[bytes]]:
-    """The file after a newline (a line start is a newline before), and its lines found once."""
-    counts = Counter(f.splitlines(keepends=True))
-    return b"\n" + f, frozenset(line for line, n in counts.items() if n == 1)
+    return f[offset:unique_run_end(f, start, end)]
 
 
 def _breaks(text: bytes) -> bool:
@@ -314,7 +274,7 @@ def _continuations(thread, budget: int) -> Iterable[tuple[bytes, bool]]:
             has_text = bool(f[o - thread.size:o].strip())
             end = window.find(b"\n")
             while end != -1:
-                if (has_text or window[:end].strip()) and _found_once(f, o - thread.size, o + end + 1):
+                if (has_text or window[:end].strip()) and found_once(f, o - thread.size, o + end + 1):
                     head = window[:end + 1] + DIVIDER
                     yield head[:budget], len(head) <= budget
                 end = window.find(b"\n", end + 1)

@@ -1,5 +1,5 @@
 """UdiffConstraint: a reply that is a unified diff whose hunks' context and removed lines are runs of the
-lines of the files they name, in order, so every hunk the model decodes is found where it says.
+lines of the files they name, in order, found at one place, so every hunk the model decodes applies.
 
 The reply, byte for byte (the shape the udiff format asks for):
 
@@ -10,9 +10,10 @@ The reply, byte for byte (the shape the udiff format asks for):
 
 PATH is one of the files in play, each named once. The OLD lines of a hunk (context and removed, and a
 bare newline for an empty context line) are consecutive whole lines of that file, at least one of them not
-blank, so the tools place the hunk by content; a hunk starts below the one before it and changes something
-(a removed or added line). Added lines are free, at most ADDED_ROOM in a row and LINE_ROOM bytes each. The
-threads are those of threads.py; an OLD line is matched at every offset it still may be (`FileLine`).
+blank, found at one place in it (runs.py), so the tools place the hunk by content; a hunk starts below the
+one before it and changes something (a removed or added line). Added lines are free, at most ADDED_ROOM in
+a row and LINE_ROOM bytes each. The threads are those of threads.py; an OLD line is matched at every offset
+it still may be (`FileLine`).
 """
 
 from __future__ import annotations
@@ -22,6 +23,7 @@ from collections.abc import Callable, Iterable
 import numpy as np
 import torch
 
+from deltaserve.engine.constraints.runs import closable_starts, found_once, unique_run_end
 from deltaserve.engine.constraints.threads import (
     End,
     Lit,
@@ -29,7 +31,6 @@ from deltaserve.engine.constraints.threads import (
     close_margin,
     expand,
     file_bytes,
-    line_starts,
 )
 from deltaserve.engine.constraints.token_table import TokenTable
 
@@ -38,16 +39,17 @@ FENCE = b"```"
 ADDED_ROOM = 80  # added lines in a row at most: generous for a real edit, an end to a looping one
 LINE_ROOM = 240  # bytes of an added line at most (a line of code longer than this is rare)
 HEADER_ROOM = 80  # bytes after a hunk's "@@" at most: its line numbers and, as git writes, a definition line
+CLOSE_CANDIDATES = 16  # the first places a hunk's old lines may be at that a closing text is looked for from
 
 
 class FileLine:
     """One whole line of `file` at one of `offsets` (line starts); then `after(offsets past the line)`.
-    `closing(offset past the line, whether it is blank)`: the cheapest close of the reply after it."""
+    `closing(offset past the line)`: the cheapest close of the reply after it."""
 
     __slots__ = ("file", "offsets", "after", "closing")
 
     def __init__(self, file: bytes, offsets: tuple[int, ...], after: Callable[[tuple[int, ...]], tuple],
-                 closing: Callable[[int, bool], bytes | None]):
+                 closing: Callable[[int], bytes | None]):
         self.file, self.offsets, self.after, self.closing = file, offsets, after, closing
 
     def feed(self, byte: int) -> list:
@@ -86,7 +88,6 @@ class UdiffConstraint(ThreadConstraint):
     def __init__(self, files: dict[str, str], table: TokenTable, tokenize: Callable[[bytes], list[int]],
                  max_tokens: int | None = None):
         self.files = file_bytes(files)
-        self.line_starts = {p: line_starts(f) for p, f in self.files.items()}
         super().__init__((Lit(OPEN, self._file_headers),), table, tokenize, max_tokens,
                          close_margin(self.files))
         self._free_rows: dict[int, np.ndarray] = {}  # by room left (capped at the longest token)
@@ -100,28 +101,29 @@ class UdiffConstraint(ThreadConstraint):
 
     def _hunk_header(self, path: bytes, floor: int, done: frozenset[bytes]) -> Callable[[], tuple]:
         """A hunk's header line, then its lines, which start at or after `floor` (hunks go down the file,
-        none overlapping the one before: the tools apply them in order)."""
-        starts = tuple(o for o in self.line_starts[path] if o >= floor)
-        first_line = lambda: self._line(path, done, starts, False, False, 0)  # noqa: E731
-        closing = lambda: self._close_hunk(path, starts, False, False)  # noqa: E731
+        none overlapping the one before: the tools apply them in order) where a run of old lines can be
+        found once."""
+        starts = tuple(o for o in closable_starts(self.files[path]) if o >= floor)
+        first_line = lambda: self._line(path, done, starts, 0, False, 0)  # noqa: E731
+        closing = lambda: self._close_hunk(path, starts, 0, False)  # noqa: E731
         return lambda: (FreeLine(first_line, HEADER_ROOM, closing),)
 
-    def _line(self, path: bytes, done: frozenset[bytes], offsets: tuple[int, ...], anchored: bool,
+    def _line(self, path: bytes, done: frozenset[bytes], offsets: tuple[int, ...], size: int,
               changed: bool, added: int) -> tuple:
-        """What may start a hunk's next line: an old line at `offsets`, an added line (while there is room),
-        or, once the hunk has a non-blank old line (`anchored`: the tools place a hunk by those) and a
-        change, the next hunk, the next file or the fence that ends the diff."""
+        """What may start a hunk's next line: an old line at `offsets` (its old lines so far: the `size`
+        bytes before each), an added line (while there is room), or, once the old lines hold a non-blank one
+        and are found once (the tools place a hunk by those) and the hunk changed something, the next hunk,
+        the next file or the fence that ends the diff."""
         f = self.files[path]
 
         def after_old(removed: bool) -> Callable[[tuple[int, ...]], tuple]:
             def after(kept: tuple[int, ...]) -> tuple:
-                now_anchored = anchored or not _blank_line_before(f, kept[0])
-                return self._line(path, done, kept, now_anchored, changed or removed, 0)
+                return self._line(path, done, kept, size + _line_size(f, kept[0]), changed or removed, 0)
             return after
 
-        def close_after_old(removed: bool) -> Callable[[int, bool], bytes | None]:
-            return lambda past, blank: self._close_hunk(path, (past,), anchored or not blank,
-                                                        changed or removed)
+        def close_after_old(removed: bool) -> Callable[[int], bytes | None]:
+            return lambda past: self._close_hunk(path, (past,), size + _line_size(f, past),
+                                                 changed or removed)
 
         threads: list = []
         live = tuple(o for o in offsets if o < len(f))  # past the file's last line: no old line
@@ -131,30 +133,31 @@ class UdiffConstraint(ThreadConstraint):
         empty = tuple(o for o in live if f[o] == 10)
         if empty:  # an empty context line written as a bare newline
             threads.append(FileLine(f, empty, after_old(False), close_after_old(False)))
-        if anchored and changed:
-            if live:  # another hunk only where the file has lines left below this one
-                threads.append(Lit(b"@@", self._hunk_header(path, min(offsets), done)))
+        if changed and _placed(f, offsets, size):
+            if any(o >= offsets[0] for o in closable_starts(f)):  # another hunk only where one can be found
+                threads.append(Lit(b"@@", self._hunk_header(path, offsets[0], done)))
             threads += [*self._file_headers(done), Lit(FENCE, lambda: (End(), Lit(b"\n", lambda: (End(),))))]
         if added < ADDED_ROOM or not threads:  # past the room only where nothing else may come
-            next_line = lambda: self._line(path, done, offsets, anchored, True, added + 1)  # noqa: E731
-            closing = lambda: self._close_hunk(path, offsets, anchored, True)  # noqa: E731
+            next_line = lambda: self._line(path, done, offsets, size, True, added + 1)  # noqa: E731
+            closing = lambda: self._close_hunk(path, offsets, size, True)  # noqa: E731
             threads.append(Lit(b"+", lambda: (FreeLine(next_line, LINE_ROOM, closing),)))
         return expand(threads)
 
     # closing within the budget
 
-    def _close_hunk(self, path: bytes, offsets: tuple[int, ...], anchored: bool,
-                    changed: bool) -> bytes | None:
-        """The cheapest close of a hunk whose next old line is at `offsets`: context lines down to a
-        non-blank one unless it has one, an added blank line unless it changed something, the fence."""
+    def _close_hunk(self, path: bytes, offsets: tuple[int, ...], size: int, changed: bool) -> bytes | None:
+        """The cheapest close of a hunk whose next old line is at one of `offsets`, after `size` bytes of old
+        lines: context lines down to where its old lines hold a non-blank one and are found once, an added
+        blank line unless it changed something, the fence."""
         f = self.files[path]
-        text = b""
-        if not anchored:
-            runs = [run for o in offsets if o < len(f) if (run := _context_to_non_blank(f, o))]
-            if not runs:
-                return None
-            text = min(runs, key=len)
-        return text + (b"" if changed else b"+\n") + FENCE
+        runs = []
+        for o in sorted(set(offsets))[:CLOSE_CANDIDATES]:
+            end = unique_run_end(f, o - size, o)
+            if _placed(f, (end,), end - o + size):
+                runs.append(b"".join(b" " + line for line in f[o:end].splitlines(keepends=True)))
+        if not runs:
+            return None
+        return min(runs, key=len) + (b"" if changed else b"+\n") + FENCE
 
     def close_text(self, thread) -> bytes | None:
         if isinstance(thread, FreeLine):
@@ -164,7 +167,7 @@ class UdiffConstraint(ThreadConstraint):
             f, texts = thread.file, []
             for o in set(thread.offsets):
                 past = f.find(b"\n", o) + 1
-                after = thread.closing(past, _blank_line_before(f, past))
+                after = thread.closing(past)
                 if after is not None:
                     texts.append(f[o:past] + after)
             return min(texts, key=len, default=None)
@@ -217,19 +220,15 @@ def _continuations(thread, budget: int) -> Iterable[bytes]:
             yield f[o:min(end + 1, o + budget)]
 
 
-def _context_to_non_blank(f: bytes, offset: int) -> bytes:
-    """The file's lines from `offset` down to the first non-blank one, as context lines (b"" if none)."""
-    text, start = b"", offset
-    while start < len(f):
-        past = f.find(b"\n", start) + 1
-        text += b" " + f[start:past]
-        if not _blank_line_before(f, past):
-            return text
-        start = past
-    return b""
+def _line_size(f: bytes, end: int) -> int:
+    """Bytes of the line of `f` ending just before offset `end` (past its newline)."""
+    return end - (f.rfind(b"\n", 0, end - 1) + 1)
 
 
-def _blank_line_before(f: bytes, end: int) -> bool:
-    """Whether the line of `f` ending just before offset `end` (past its newline) is blank."""
-    start = f.rfind(b"\n", 0, end - 1) + 1
-    return not f[start:end - 1].strip()
+def _placed(f: bytes, offsets: tuple[int, ...], size: int) -> bool:
+    """Whether a hunk's old lines, the `size` bytes before each of `offsets`, hold a non-blank line and are
+    found at one place in the file (so the tools place the hunk)."""
+    if len(set(offsets)) != 1:
+        return False
+    o = offsets[0]
+    return bool(f[o - size:o].strip()) and found_once(f, o - size, o)

@@ -1,10 +1,18 @@
-"""Engines over the session's tiny llama (tests/conftest.py), checked for leaked blocks."""
+"""Engines over the session's tiny llama (tests/conftest.py), checked for leaked blocks; random files for
+the edit constraints' property tests."""
 
 from __future__ import annotations
 
 import pytest
+from hypothesis import strategies as st
 
 from deltaserve.engine import Engine
+
+# lines random files are made of: repeats, blank lines and lines that look like markers included (an edit
+# constraint must not quote a run found at two places, nor start one it cannot finish)
+LINES = ["def f(x):", "    return x", "    return x + 1", "", "    ", "x = 1", "# =====", "class A:",
+         "    pass", "print('>>>')"]
+RANDOM_FILE = st.lists(st.sampled_from(LINES), min_size=1, max_size=10).map("\n".join).filter(str.strip)
 
 
 @pytest.fixture(scope="module")

@@ -16,6 +16,7 @@ from deltaserve.errors import InvalidRequestError
 from deltaserve.harness.formats.search_replace import SearchReplaceFormat
 from deltaserve.tools.search_replace import parse_search_replace_blocks
 from deltaserve.tools.workspace import Workspace
+from tests.engine.conftest import RANDOM_FILE
 
 CALC = "def add(a, b):\n    return a - b\n\n\ndef mul(a, b):\n    return a * b\n"
 NOTES = "# notes\nx = 1\ny = [x,\n     2]\n"
@@ -28,12 +29,6 @@ def eng(drafting_engine):
 
 def _file_lines(text: str) -> str:
     return text if text.endswith("\n") else text + "\n"
-
-
-# lines random files are made of: repeats, blank lines and lines that look like markers included
-LINES = ["def f(x):", "    return x", "    return x + 1", "", "    ", "x = 1", "# =====", "class A:",
-         "    pass", "print('>>>')"]
-RANDOM_FILE = st.lists(st.sampled_from(LINES), min_size=1, max_size=10).map("\n".join).filter(str.strip)
 
 
 @given(files=st.one_of(

@@ -14,6 +14,7 @@ from deltaserve.engine.constraints.udiff import ADDED_ROOM
 from deltaserve.errors import InvalidRequestError
 from deltaserve.harness.formats.udiff import UdiffFormat
 from deltaserve.tools.workspace import Workspace
+from tests.engine.conftest import RANDOM_FILE
 from tests.engine.test_search_replace_constraint import CALC, NOTES
 
 
@@ -42,10 +43,13 @@ def _old_runs(text: str) -> list[tuple[str, str]]:
     return runs
 
 
-@given(files=st.sampled_from([{"calc.py": CALC}, {"calc.py": CALC, "pkg/notes.py": NOTES}]),
+@given(files=st.one_of(
+           st.sampled_from([{"calc.py": CALC}, {"calc.py": CALC, "pkg/notes.py": NOTES}]),
+           st.fixed_dictionaries({"a.py": RANDOM_FILE}),
+           st.fixed_dictionaries({"a.py": RANDOM_FILE, "b/c.py": RANDOM_FILE})),
        seed=st.integers(0, 2**31), temperature=st.sampled_from([0.0, 1.0, 1.6]),
        max_tokens=st.sampled_from([48, 96, 160]))
-@settings(max_examples=18, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@settings(max_examples=24, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 def test_every_reply_is_a_diff_that_applies(eng, files, seed, temperature, max_tokens, tmp_path):
     params = SamplingParams(max_tokens=max_tokens, temperature=temperature, seed=seed,
                             grammar=GrammarSpec.udiff(files))
@@ -83,6 +87,21 @@ def test_a_written_diff_is_accepted_and_a_wrong_one_is_not(eng):
         fresh = eng.grammars.compile(GrammarSpec.udiff({"calc.py": CALC}))
         ids = _tokens(eng, bad)
         assert fresh.valid_prefix(ids) < len(ids), bad
+
+
+def test_a_hunk_ends_only_where_its_old_lines_are_found_once(eng):
+    twice = "x = 1\ndef f(x):\n    return x\nx = 1\n    pass\n"
+    head = "```diff\n--- a/a.py\n+++ b/a.py\n@@ -1 +1 @@\n"
+    c = eng.grammars.compile(GrammarSpec.udiff({"a.py": twice}))
+    ids = _tokens(eng, head + "-x = 1\n+x = 2\n```")  # "x = 1" is at lines 1 and 4: the tools refuse it
+    assert c.valid_prefix(ids) < len(ids)
+    ids = _tokens(eng, head + "-x = 1\n+x = 2\n def f(x):\n```")  # with the line below, found once
+    assert c.valid_prefix(ids) == len(ids)
+    ids = _tokens(eng, head + " x = 1\n-    pass\n+x\n```")  # the "x = 1" above "    pass": found once
+    assert c.valid_prefix(ids) == len(ids)
+    blank_end = eng.grammars.compile(GrammarSpec.udiff({"a.py": "x = 1\n\n\n"}))
+    ids = _tokens(eng, head + " \n")  # from the trailing blank lines no hunk can be placed: none starts there
+    assert blank_end.valid_prefix(ids) < len(ids)
 
 
 def test_added_lines_are_capped_and_the_mask_matches_acceptance(eng):
