@@ -15,12 +15,14 @@ import ast
 import json
 import textwrap
 
+# a decorator's start: a name or a bracket after the @ (a diff's "@@" hunk header is no Python)
+_DECORATOR = r"@[ \t]*[A-Za-z_(]"
 # a line at the margin that may follow the first definition (anything else there would end the code)
-_AT_MARGIN = r"(@|def[ \t]|async[ \t]|class[ \t]|import[ \t]|from[ \t]|#|[)\]}])[^\n]*\n"
+_AT_MARGIN = rf"({_DECORATOR}|def[ \t]|async[ \t]|class[ \t]|import[ \t]|from[ \t]|#|[)\]}}])[^\n]*\n"
 _IMPORT = r"(import|from)[ \t][^\n]*\n"
 _COMMENT_OR_BLANK = r"[ \t]*(#[^\n]*)?\n"
 # the first definition: its decorators, then `def name` / `async def name` / `class Name`
-_HEAD = r"[ \t]*(@[^\n]*\n[ \t]*)*(async[ \t]+)?(def|class)[ \t]+[A-Za-z_][A-Za-z0-9_]*[^\n]*\n"
+_HEAD = rf"[ \t]*({_DECORATOR}[^\n]*\n[ \t]*)*(async[ \t]+)?(def|class)[ \t]+[A-Za-z_][A-Za-z0-9_]*[^\n]*\n"
 _BODY_LINE = rf"([ \t]+[^\n]*\n|\n|{_AT_MARGIN})"
 # blocks in a reply at most: a fence holds any number of definitions, so more blocks than this are a model
 # writing the same block again and again (the 1.5B did, to max_tokens); at the cap the reply ends

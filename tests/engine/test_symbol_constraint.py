@@ -61,7 +61,8 @@ def test_written_definitions_are_accepted_and_anything_else_is_not(eng):
     for bad in ("README.md\n",  # not Python
                 "calc.py\n```python\nx = 1\n",  # no definition
                 "calc.py\n```python\ndef add(a, b):\n    return a\nprint(add(1, 2))\n",  # a statement after
-                "calc.py\n```python\ndef add(a, b):\n    return a\n```\nThat fixes it."):  # prose after
+                "calc.py\n```python\ndef add(a, b):\n    return a\n```\nThat fixes it.",  # prose after
+                "calc.py\n```python\ndef add(a, b):\n    return a\n@@ -5 +5 @@\n"):  # a diff's hunk inside
         fresh = eng.grammars.compile(GrammarSpec.symbol(FILES))
         ids = _tokens(eng, bad)
         assert fresh.valid_prefix(ids) < len(ids), bad
