@@ -134,7 +134,8 @@ class UdiffConstraint(ThreadConstraint):
         if empty:  # an empty context line written as a bare newline
             threads.append(FileLine(f, empty, after_old(False), close_after_old(False)))
         if changed and _placed(f, offsets, size):
-            if any(o >= offsets[0] for o in closable_starts(f)):  # another hunk only where one can be found
+            starts = closable_starts(f)  # ascending
+            if starts and starts[-1] >= offsets[0]:  # another hunk only where one can be found
                 threads.append(Lit(b"@@", self._hunk_header(path, offsets[0], done)))
             threads += [*self._file_headers(done), Lit(FENCE, lambda: (End(), Lit(b"\n", lambda: (End(),))))]
         if added < ADDED_ROOM or not threads:  # past the room only where nothing else may come
