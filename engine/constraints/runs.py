@@ -20,10 +20,16 @@ def found_once(f: bytes, start: int, end: int) -> bool:
     return text.find(lines, text.find(lines) + 1) == -1
 
 
+def placeable(f: bytes, start: int, end: int) -> bool:
+    """Whether the whole lines f[start:end] are a run the tools place: one holds text, and it is found
+    once."""
+    return bool(f[start:end].strip()) and found_once(f, start, end)
+
+
 def unique_run_end(f: bytes, start: int, end: int) -> int:
-    """The least line end at or after `end` where the run from `start` holds a non-blank line and is found
-    once (the file's end if none is)."""
-    while (not f[start:end].strip() or not found_once(f, start, end)) and end < len(f):
+    """The least line end at or after `end` where the run from `start` is placeable (the file's end if none
+    is)."""
+    while not placeable(f, start, end) and end < len(f):
         end = f.find(b"\n", end) + 1
     return end
 

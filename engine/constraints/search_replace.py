@@ -21,7 +21,7 @@ from collections.abc import Callable, Iterable
 import numpy as np
 import torch
 
-from deltaserve.engine.constraints.runs import closable_starts, found_once, unique_run_end
+from deltaserve.engine.constraints.runs import closable_starts, placeable, unique_run_end
 from deltaserve.engine.constraints.threads import (
     End,
     Lit,
@@ -88,9 +88,8 @@ class Search:
         # at a line's end, once the part holds a non-blank line and is found at one place only (the tools
         # refuse a SEARCH text with nothing in it, and one that matches two places; the offsets hold only
         # the runs that may close, so the file tells whether it is found elsewhere)
-        f, start = self.file, o - self.size
-        if (self.lines and len(self.offsets) == 1 and f[o - 1] == 10 and f[start:o].strip()
-                and found_once(f, start, o)):
+        if self.lines and len(self.offsets) == 1 and self.file[o - 1] == 10 and placeable(
+                self.file, o - self.size, o):
             yield Lit(DIVIDER, lambda: self.after(self))
 
 
@@ -159,7 +158,7 @@ class SearchReplaceConstraint(ThreadConstraint):
         return lambda: (Search(data, closable_starts(data), lambda part: self._replace(files, path, part)),)
 
     def _replace(self, files: dict[bytes, bytes], path: bytes, search: Search) -> tuple:
-        end = min(search.offsets)  # where the tools place a SEARCH text found more than once: the first
+        end = search.offsets[0]  # the one place it is found (the divider comes only then)
         start = end - search.size
 
         def after(text: bytes) -> tuple:
@@ -270,11 +269,10 @@ def _continuations(thread, budget: int) -> Iterable[tuple[bytes, bool]]:
         for o in set(thread.offsets):
             window = f[o:o + budget]
             yield window, False
-            # the divider may follow any line end inside the window once the part holds a non-blank line
-            has_text = bool(f[o - thread.size:o].strip())
+            # the divider may follow any line end inside the window where the part is placeable
             end = window.find(b"\n")
             while end != -1:
-                if (has_text or window[:end].strip()) and found_once(f, o - thread.size, o + end + 1):
+                if placeable(f, o - thread.size, o + end + 1):
                     head = window[:end + 1] + DIVIDER
                     yield head[:budget], len(head) <= budget
                 end = window.find(b"\n", end + 1)

@@ -23,7 +23,7 @@ from collections.abc import Callable, Iterable
 import numpy as np
 import torch
 
-from deltaserve.engine.constraints.runs import closable_starts, found_once, unique_run_end
+from deltaserve.engine.constraints.runs import closable_starts, placeable, unique_run_end
 from deltaserve.engine.constraints.threads import (
     End,
     Lit,
@@ -133,7 +133,7 @@ class UdiffConstraint(ThreadConstraint):
         empty = tuple(o for o in live if f[o] == 10)
         if empty:  # an empty context line written as a bare newline
             threads.append(FileLine(f, empty, after_old(False), close_after_old(False)))
-        if changed and _placed(f, offsets, size):
+        if changed and len(set(offsets)) == 1 and placeable(f, offsets[0] - size, offsets[0]):
             starts = closable_starts(f)  # ascending
             if starts and starts[-1] >= offsets[0]:  # another hunk only where one can be found
                 threads.append(Lit(b"@@", self._hunk_header(path, offsets[0], done)))
@@ -154,7 +154,7 @@ class UdiffConstraint(ThreadConstraint):
         runs = []
         for o in sorted(set(offsets))[:CLOSE_CANDIDATES]:
             end = unique_run_end(f, o - size, o)
-            if _placed(f, (end,), end - o + size):
+            if placeable(f, o - size, end):
                 runs.append(b"".join(b" " + line for line in f[o:end].splitlines(keepends=True)))
         if not runs:
             return None
@@ -225,11 +225,3 @@ def _line_size(f: bytes, end: int) -> int:
     """Bytes of the line of `f` ending just before offset `end` (past its newline)."""
     return end - (f.rfind(b"\n", 0, end - 1) + 1)
 
-
-def _placed(f: bytes, offsets: tuple[int, ...], size: int) -> bool:
-    """Whether a hunk's old lines, the `size` bytes before each of `offsets`, hold a non-blank line and are
-    found at one place in the file (so the tools place the hunk)."""
-    if len(set(offsets)) != 1:
-        return False
-    o = offsets[0]
-    return bool(f[o - size:o].strip()) and found_once(f, o - size, o)
