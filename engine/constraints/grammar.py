@@ -33,8 +33,9 @@ GRAMMARS_KEPT = 64  # checked grammar texts kept, by spec
 CLOSE_MARGIN = 8
 END_ROOM = 48
 # tokens left within which an output closes at the first line end its spec's `closes_at` allows (a symbol
-# reply whose code parses there), rather than wherever the budget runs out (mid statement, refused)
-EARLY_CLOSE = 160
+# reply whose code parses there), rather than wherever the budget runs out (mid statement, refused). Small: a
+# wider window closed a class whose next method had only its docstring yet (the demo: a stub, refused)
+EARLY_CLOSE = 48
 JSON_OPTIONS: dict[str, Any] = {"whitespace_flexible": False, "item_separator": ", ", "key_separator": ": "}
 
 

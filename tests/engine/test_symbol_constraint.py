@@ -94,7 +94,7 @@ def test_near_its_budget_a_reply_closes_its_fence_and_ends(eng):
 
 def test_near_its_budget_a_reply_closes_at_the_first_line_end_where_its_code_parses(eng):
     head = _tokens(eng, "calc.py\n```python\ndef add(a, b):\n    total = (a +\n")
-    constraint = eng.grammars.compile(GrammarSpec.symbol(FILES), max_tokens=len(head) + 100)
+    constraint = eng.grammars.compile(GrammarSpec.symbol(FILES), max_tokens=len(head) + 40)
     assert all(constraint.accept(t) for t in head)
     assert constraint.forced_tokens() == []  # the bracket is open: closing here would not parse
     assert all(constraint.accept(t) for t in _tokens(eng, "             b)\n"))
@@ -103,7 +103,7 @@ def test_near_its_budget_a_reply_closes_at_the_first_line_end_where_its_code_par
     assert all(constraint.accept(t) for t in closing) and constraint.accept(sorted(eng.eos_token_ids)[0])
     edits = SymbolFormat().parse(eng.tokenizer.decode(head + _tokens(eng, "             b)\n") + closing))
     assert [e.path for e in edits] == ["calc.py"]
-    roomy = eng.grammars.compile(GrammarSpec.symbol(FILES), max_tokens=len(head) + 400)
+    roomy = eng.grammars.compile(GrammarSpec.symbol(FILES), max_tokens=len(head) + 100)
     assert all(roomy.accept(t) for t in head + _tokens(eng, "             b)\n"))
     assert roomy.forced_tokens() == []  # far from its budget, the reply goes on
 
