@@ -27,7 +27,7 @@ from deltaserve.harness.accounting import (
 from deltaserve.harness.candidates import CandidateOutcome, candidate_context, choose, try_reply
 from deltaserve.harness.config import AgentConfig, default_test_cmd
 from deltaserve.harness.console_view import ConsoleView
-from deltaserve.harness.early_stop import EARLY_STOP, SearchReplaceWatch, UdiffWatch, file_reader
+from deltaserve.harness.early_stop import EARLY_STOP, WATCHES, file_reader, watch_for
 from deltaserve.harness.events import AgentObserver, RunStart, StepDetails
 from deltaserve.harness.format_choice import FormatPlan
 from deltaserve.harness.formats import auto, whole
@@ -141,10 +141,8 @@ class Agent:
             extra = dict(args.get("extra_body") or {})
             args["extra_body"] = {**extra, "structured_outputs": {"edits": {"format": self.format.name,
                                                                              "files": files}}}
-        elif decoding == DECODED_WATCHED:
-            read = file_reader(self.workspace)
-            is_udiff = self.format.name == "udiff"
-            args["watch"] = UdiffWatch(read) if is_udiff else SearchReplaceWatch(read, self.edit_files())
+        if self.watched(decoding):
+            args["watch"] = watch_for(self.format.name, file_reader(self.workspace), self.edit_files())
         return args
 
     def edit_files(self) -> list[str]:
@@ -153,8 +151,8 @@ class Agent:
 
     def decoding(self) -> str:
         """How this step's reply is decoded: under its format's edits constraint (search_replace, udiff, or
-        symbol with a Python file to edit, on our engine), watched as it streams to stop it early
-        (search_replace or udiff elsewhere, one candidate) or plainly."""
+        symbol with a Python file to edit, on our engine), else watched as it streams to stop it early
+        (`watched`) or plainly. A constrained symbol reply is watched too."""
         c = self.config
         name = self.format.name
         constrain = local_provider.is_local(self.model) if c.constrain_edits is None else c.constrain_edits
@@ -164,8 +162,16 @@ class Agent:
                 return DECODED_CONSTRAINED
             if name == "symbol" and any(p.endswith(".py") for p in files):
                 return DECODED_CONSTRAINED
-        watched = name in ("search_replace", "udiff") and c.early_stop and c.candidates == 1
-        return DECODED_WATCHED if watched else ""
+        return DECODED_WATCHED if self.watched("") else ""
+
+    def watched(self, decoding: str) -> bool:
+        """Whether this step's reply streams under its format's early-stop watch (one candidate): without
+        the edits constraint, any format with a watch; under it, symbol (its grammar cannot tell Python that
+        no later line repairs; the other formats' constraints already place every line)."""
+        c = self.config
+        if not c.early_stop or c.candidates != 1 or self.format.name not in WATCHES:
+            return False
+        return decoding != DECODED_CONSTRAINED or self.format.name == "symbol"
 
     def resample(self, messages: list[dict], prediction: str | None, step: int, repeat):
         """A reply repeating an earlier one is known before anything is applied, so it need not cost a step:

@@ -77,9 +77,10 @@ class AgentConfig(BaseModel):
     models (our engine in-process); True also for a `deltaserve serve` URL (other servers lack the
     extension)."""
     early_stop: bool = True
-    """Stream search_replace and udiff replies (one candidate, unconstrained) and stop one at the first
-    SEARCH, context or removed line no matching strategy could place in its file, telling the model that line
-    (harness/early_stop.py)."""
+    """Stream search_replace, udiff and symbol replies (one candidate) and stop one at the first SEARCH,
+    context or removed line no matching strategy could place in its file, or at the first line of a symbol
+    block that no later line could make valid Python, telling the model why (harness/early_stop.py). Under
+    the edits constraint only symbol replies are watched: the others' lines are placed by construction."""
     history_room: int = Field(default=1024, ge=0)
     """Tokens kept free beyond one reply in a local model's window for the feedback of later steps: the
     first prompt's context caps shrink until prompt + max_tokens + history_room fit."""
@@ -91,7 +92,7 @@ EDIT_DECODINGS: dict[str, dict] = {
     "default": {},
     "plain": {"constrain_edits": False, "early_stop": False},
     "early-stop": {"constrain_edits": False, "early_stop": True},
-    "constrained": {"constrain_edits": True, "early_stop": False},
+    "constrained": {"constrain_edits": True, "early_stop": True},
 }
 
 

@@ -9,16 +9,25 @@ order), by the tools' own matching (tools.hunks.line_could_match: exact to fuzzy
 that does not exist goes on (the pipeline's repairs find the file its lines are in), as does one whose
 lines are in another file in play (it is re-aimed there).
 `UdiffWatch` reads unified diffs alike: each context or removed line of a hunk, against the file its
-`+++` header names.
+`+++` header names. `SymbolWatch` reads symbol replies: the code of each Python block must still be able to
+parse (a line no later one can repair ends it), and a function it writes alone must name no method that
+several classes of the file have (the format could not tell which one it replaces).
 """
 
 from __future__ import annotations
 
+import ast
+import re
 from collections.abc import Callable, Iterable
 
 from deltaserve.errors import DeltaserveError, PatchError
+from deltaserve.harness.formats.symbol import block_code
+from deltaserve.harness.syntax import python_error_so_far
+from deltaserve.tools.fences import fenced_blocks
 from deltaserve.tools.hunks import line_could_match
+from deltaserve.tools.named_blocks import named_blocks
 from deltaserve.tools.search_replace import parse_search_replace_blocks
+from deltaserve.tools.symbols import definitions, locate, parse_python
 from deltaserve.tools.workspace import Workspace
 
 EARLY_STOP = "early_stop"  # the finish reason of a reply its watch ended
@@ -132,6 +141,89 @@ class UdiffWatch(_FileWatch):
         self._checked = len(lines)
         return None
 
+
+# a function at the code's margin: the name the format looks up in the module
+_FUNCTION_HEAD = re.compile(r"(?:async[ \t]+)?def[ \t]+([A-Za-z_]\w*)")
+
+
+class SymbolWatch(_FileWatch):
+    """watch(text so far) -> why a symbol reply is stopped, or None to go on: a Python block whose code has
+    a line no later one can repair (`not: Schema = None`; an open bracket or string goes on), a closed one
+    that does not parse, or a function written alone under a name several methods of its file have and no
+    top-level function has (`read` as for SearchReplaceWatch)."""
+
+    def __init__(self, read: Callable[[str], str | None]):
+        super().__init__(read)
+        self._definitions: dict[str, dict[str, ast.AST] | None] = {}
+        self._passed: set[int] = set()  # closed blocks checked (by their fence's line)
+
+    def __call__(self, text: str) -> str | None:
+        whole = text[:max(text.rfind("\n"), 0)]  # its whole lines, the last one's newline left off
+        if "<<<<<<< SEARCH" in whole:  # the format reads its SEARCH/REPLACE blocks then, not its fences
+            return None
+        lines = whole.split("\n")
+        closed = {block.start for block in fenced_blocks(lines) if block.end < len(lines)}
+        for block in named_blocks(whole):
+            if not block.path.endswith(".py") or block.start in self._passed:
+                continue
+            why = self._check(block.path, block.content, block.start in closed)
+            if why:
+                return why
+            if block.start in closed:
+                self._passed.add(block.start)
+        return None
+
+    def _check(self, path: str, content: str, closed: bool) -> str | None:
+        code = block_code(content)
+        if closed:
+            try:
+                ast.parse(code)
+                error = None
+            except (SyntaxError, ValueError) as exc:
+                error = exc if isinstance(exc, SyntaxError) else SyntaxError(str(exc))
+        elif any(line[:1] in ("+", "-") for line in code.split("\n")):
+            error = None  # diff marks, which the format takes out of the closed block
+        else:
+            error = python_error_so_far(code)
+            if isinstance(error, IndentationError) and error.lineno == 1:
+                error = None  # a margin misread while a string is open (its lines at column 0): go on
+        if error is not None:
+            return (f"The code for {path} is not valid Python at line {error.lineno} of its block "
+                    f"({error.msg}), and no later line could make it so: the reply was stopped there. "
+                    "Write each definition as complete, valid Python.")
+        return self._ambiguous(path, code)
+
+    def _ambiguous(self, path: str, code: str) -> str | None:
+        known = self._module_definitions(path)
+        if not known:
+            return None
+        lines = code.split("\n")
+        for n, line in enumerate(lines):
+            head = _FUNCTION_HEAD.match(line)
+            # a head at the margin, not a string's line: the code above it parses whole
+            if head and parse_python("\n".join(lines[:n])) is not None:
+                try:
+                    locate(head.group(1), known, path)
+                except PatchError as exc:
+                    return f"{exc} The reply was stopped there."
+        return None
+
+    def _module_definitions(self, path: str) -> dict[str, ast.AST] | None:
+        if path not in self._definitions:
+            text = self.read(path)
+            tree = None if text is None else parse_python(text)
+            self._definitions[path] = None if tree is None else definitions(tree)
+        return self._definitions[path]
+
+
+WATCHES = {"search_replace": SearchReplaceWatch, "udiff": UdiffWatch, "symbol": SymbolWatch}
+
+
+def watch_for(format_name: str, read: Callable[[str], str | None], in_play: Iterable[str] = ()):
+    """The early-stop watch of a format's replies (None: it has none)."""
+    if format_name == "search_replace":
+        return SearchReplaceWatch(read, in_play)
+    return WATCHES[format_name](read) if format_name in WATCHES else None
 
 
 def _diff_path(header: str) -> str | None:

@@ -9,7 +9,7 @@ from __future__ import annotations
 from deltaserve.errors import ReplyRejected
 from deltaserve.harness import feedback
 from deltaserve.harness.cut_replies import cut_reply
-from deltaserve.harness.early_stop import EARLY_STOP, SearchReplaceWatch, file_reader
+from deltaserve.harness.early_stop import EARLY_STOP, file_reader, watch_for
 from deltaserve.harness.edit_checks import copied_placeholders
 from deltaserve.harness.outcomes import Outcome
 from deltaserve.harness.trial import Context, Draft
@@ -29,7 +29,8 @@ def stopped_early(draft: Draft, ctx: Context) -> None:
     the line that is not there."""
     if draft.finish_reason != EARLY_STOP:
         return
-    why = SearchReplaceWatch(file_reader(ctx.workspace))(draft.text) or "the reply was stopped early"
+    watch = watch_for(getattr(draft.reader, "name", ""), file_reader(ctx.workspace))
+    why = (watch(draft.text) if watch else None) or "the reply was stopped early"
     raise ReplyRejected(Outcome.STOPPED_EARLY, why, why)
 
 

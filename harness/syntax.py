@@ -5,6 +5,7 @@ stay broken on the way to its fix (a JSON file with comments, say); other langua
 from __future__ import annotations
 
 import ast
+import codeop
 import json
 import re
 from collections.abc import Callable
@@ -24,6 +25,26 @@ def _python(text: str) -> SyntaxError | None:
         return exc
     except ValueError:  # null bytes: not something to parse
         return None
+    return None
+
+
+# Python 3.11+: compile() tells input that could still go on ("incomplete input") from input that cannot
+_SO_FAR = getattr(codeop, "PyCF_ALLOW_INCOMPLETE_INPUT", 0)
+_SO_FAR_FLAGS = ast.PyCF_ONLY_AST | _SO_FAR | getattr(codeop, "PyCF_DONT_IMPLY_DEDENT", 0)
+
+
+def python_error_so_far(code: str) -> SyntaxError | None:
+    """The error in Python code cut after a whole line that no further line can repair (`not: int = 0`, an
+    unindent to no outer level), or None while more lines could make it parse (an open bracket, string or
+    block). Always None on Python 3.10, whose compile() cannot tell the two apart."""
+    if not _SO_FAR:
+        return None
+    try:
+        compile(code, "<reply>", "exec", _SO_FAR_FLAGS, dont_inherit=True)
+    except SyntaxError as exc:  # 3.13 raises incomplete input as a SyntaxError subclass of its own
+        return None if exc.msg == "incomplete input" else exc
+    except ValueError:  # a null byte: never Python
+        return SyntaxError("source code cannot contain null bytes")
     return None
 
 

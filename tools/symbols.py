@@ -74,8 +74,9 @@ def _parse(source: str, what: str) -> ast.Module:
         raise PatchError(f"{what} is not valid Python: line {exc.lineno}: {exc.msg}") from exc
 
 
-def _locate(name: str, known: dict[str, ast.AST], path: str) -> str | None:
-    """The qualified name a new top-level definition `name` replaces: itself, else the one method so named."""
+def locate(name: str, known: dict[str, ast.AST], path: str) -> str | None:
+    """The qualified name a new top-level definition `name` replaces (`known`: the module's definitions):
+    itself, else the one method so named; PatchError where several methods are so named."""
     if name in known:
         return name
     methods = [q for q in known if q.endswith(f".{name}")]
@@ -124,6 +125,12 @@ def _reindent(lines: list[str], indent: str) -> list[str]:
         line = line[min(margin, len(line) - len(line.lstrip())) :]
         out.append(indent + line if line else "")
     return out
+
+
+def at_margin(code: str) -> str:
+    """Code a model wrote at some indentation (a method copied at its class's) moved to the margin, as a
+    module reads it; a string literal's own lines stay as _reindent keeps them."""
+    return "\n".join(_reindent(code.split("\n"), ""))
 
 
 def _new_text(node: ast.AST, new_lines: list[str], keep_decorators: list[str], indent: str) -> list[str]:
@@ -295,7 +302,7 @@ def replace_symbols(source: str, new_code: str, path: str = "<file>") -> str:
     if not nodes:
         raise PatchError(f"The code for {path} defines no function or class; write the complete new version "
                          "of each function or class you change.", path)
-    targets = {id(node): _locate(node.name, known, path) for node in nodes}
+    targets = {id(node): locate(node.name, known, path) for node in nodes}
 
     def scope_of(node: ast.AST) -> list[ast.AST] | None:  # a method written alone: its class's body
         target = targets[id(node)]

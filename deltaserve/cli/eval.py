@@ -93,9 +93,10 @@ def register(subparsers) -> None:
     ag.add_argument("--candidates", default=",".join(map(str, default(AgentEvalConfig, "candidates"))),
                     metavar="LIST", help="comma-separated candidate counts per step, each a run")
     ag.add_argument("--decoding", default=",".join(default(AgentEvalConfig, "decodings")), metavar="LIST",
-                    help="comma-separated ways to decode search_replace replies, each a run: constrained "
-                         "(every block quotes lines of a file in play, so it applies; our engine only), "
-                         "early-stop (streamed, cut at the first SEARCH line the file lacks), plain, or "
+                    help="comma-separated ways to decode edit replies, each a run: constrained "
+                         "(every block quotes lines of a file in play, so it applies; our engine only; "
+                         "symbol replies also stopped early), early-stop (streamed, cut at the first SEARCH "
+                         "line the file lacks or symbol line that cannot parse), plain, or "
                          "default (as fix: constrained on local/ models, early-stop elsewhere); compare "
                          "them in one report, e.g. plain,constrained")
     ag.add_argument("--threads", type=int, default=None, metavar="N",

@@ -79,8 +79,9 @@ def register(subparsers) -> None:
                         "of a Python file in play (our engine's edits constraints; default: on for local/ "
                         "models, off elsewhere; pass it for a `deltaserve serve` --api-base)")
     p.add_argument("--no-early-stop", dest="early_stop", action="store_false",
-                   help="do not stream search_replace and udiff replies and stop one at the first SEARCH, "
-                        "context or removed line its file does not have (default: stop early)")
+                   help="do not stream search_replace, udiff and symbol replies and stop one at the first "
+                        "SEARCH, context or removed line its file does not have, or symbol line that no "
+                        "later line makes valid Python (default: stop early)")
     p.add_argument("--no-localize", dest="localize", action="store_false",
                    help="skip the coverage run that ranks the code the failing tests run (pytest "
                         "only; it runs their test files once more, before the first prompt)")

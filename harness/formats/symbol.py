@@ -22,7 +22,7 @@ from deltaserve.tools.patch import (
     parse_search_replace_blocks,
     write_file,
 )
-from deltaserve.tools.symbols import replace_symbols
+from deltaserve.tools.symbols import at_margin, replace_symbols
 from deltaserve.tools.workspace import Workspace
 
 
@@ -30,6 +30,12 @@ from deltaserve.tools.workspace import Workspace
 class SymbolEdit:
     path: str
     code: str  # complete new definitions
+
+
+def block_code(content: str) -> str:
+    """A named Python block's code as the format reads it: diff marks taken out (tools/diff_marks.py), code
+    written indented (a method at its class's indentation) moved to the margin."""
+    return at_margin(without_diff_marks(content))
 
 
 def _merge(result: PatchResult, more: PatchResult) -> PatchResult:
@@ -59,12 +65,12 @@ class SymbolFormat:
         )
 
     def parse(self, reply: str) -> list[SymbolEdit | SearchReplace]:
-        """Named Python blocks become SymbolEdits (diff marks in them taken out: tools/diff_marks.py);
-        SEARCH/REPLACE blocks (any file) are kept as they are."""
+        """Named Python blocks become SymbolEdits (their code as `block_code` reads it); SEARCH/REPLACE
+        blocks (any file) are kept as they are."""
         edits: list[SymbolEdit | SearchReplace] = list(parse_search_replace_blocks(reply))
         if edits:
             return edits
-        return [SymbolEdit(b.path, without_diff_marks(b.content)) for b in named_blocks(reply)
+        return [SymbolEdit(b.path, block_code(b.content)) for b in named_blocks(reply)
                 if b.path.endswith(".py")]
 
     def apply(self, edits: list, workspace: Workspace, dry_run: bool = False) -> PatchResult:

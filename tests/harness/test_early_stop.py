@@ -1,13 +1,15 @@
 """Early stop: a SEARCH/REPLACE reply streamed from a real model (the tiny one, scripted where the text
 matters) is cut at the first SEARCH line that no strategy of the tools could place, and the engine frees the
-request; a reply whose lines are there, exactly or loosely, is left alone."""
+request; a reply whose lines are there, exactly or loosely, is left alone. Diff hunks alike; a symbol reply
+at the first line of its code that no later line could make valid Python, or at a function whose name the
+format could not place."""
 
 from __future__ import annotations
 
 import pytest
 
 from deltaserve.harness.client import EARLY_STOP, complete
-from deltaserve.harness.early_stop import SearchReplaceWatch, UdiffWatch
+from deltaserve.harness.early_stop import SearchReplaceWatch, SymbolWatch, UdiffWatch
 from deltaserve.tools.hunks import line_could_match
 
 CALC = "def add(a, b):\n    return a - b\n\n\ndef mul(a, b):\n    return a * b\n"
@@ -112,3 +114,56 @@ def test_a_diff_line_the_file_lacks_stops_the_reply_at_that_line():
     added = diff("+    total = sum_of_everything(a, b, c, d)\n", " def add(a, b):\n")
     assert UdiffWatch(FILES.get)(added) is None
     assert UdiffWatch(FILES.get)(diff(" no such line anywhere\n", path="other.py")) is None
+
+
+SHOP = ("class Cart:\n    def get(self, sku):\n        return self.items[sku]\n\n\n"
+        "class Ledger:\n    def get(self, number):\n        return self.cards[number]\n\n\n"
+        "def total(cart):\n    return sum(cart.items.values())\n")
+SHOP_FILES = {**FILES, "shop.py": SHOP}
+
+
+def symbol_block(code: str, path: str = "calc.py", closed: bool = True) -> str:
+    return f"{path}\n```python\n{code}" + ("```\n" if closed else "")
+
+
+def first_stop(text: str) -> tuple[str, str] | None:
+    """The prefix (whole lines) at which a fresh symbol watch stops the text as it streams, and why."""
+    w = SymbolWatch(SHOP_FILES.get)
+    return next(((p, why) for p in prefixes(text) if (why := w(p))), None)
+
+
+@pytest.mark.parametrize("code", [
+    "def add(a, b):\n    return a + b\n",
+    "def add(a, b):\n    return (a +\n            b)\n",  # a bracket open across lines
+    'def add(a, b):\n    """Sum.\n\nOf two.\n    """\n    return a + b\n',  # a docstring's line at column 0
+    "    def add(self, a, b):\n        return a + b\n",  # a method written at its class's indentation
+    "def add(a, b):\n-    return a - b\n+    return a + b\n",  # diff marks: the format takes them out
+    "def add(a, b):\n    if a:\n        return a + b\n    else:\n        return b\n",
+    "def add(a, b):\n    x = a + \\\n        b\n    return x\n",  # a backslash continues the line
+])
+def test_code_that_parses_is_never_stopped(code):
+    assert first_stop("The fix:\n" + symbol_block(code)) is None
+
+
+def test_a_line_no_later_line_can_repair_stops_the_reply_there():
+    code = ("class Schema:\n    type: str\n    not: Schema = None\n    then: Schema = None\n\n"
+            "    def check(self):\n        return True\n")
+    prefix, why = first_stop(symbol_block(code, closed=False))
+    assert prefix.endswith("    not: Schema = None\n")
+    assert "not valid Python at line 3 of its block (invalid syntax)" in why and "calc.py" in why
+
+
+def test_a_block_closed_while_its_code_does_not_parse_stops_at_its_fence():
+    code = 'def add(a, b):\n    """Sum of a and b.\n    return a + b\n'  # its docstring never closed
+    prefix, why = first_stop(symbol_block(code) + "calc.py\n```python\ndef mul(a, b):\n")
+    assert prefix.endswith("return a + b\n```\n") and "not valid Python" in why
+
+
+def test_a_method_written_alone_under_a_name_several_classes_have_stops_at_its_head():
+    prefix, why = first_stop(symbol_block("def get(self, number):\n    return None\n", "shop.py"))
+    assert prefix.endswith("def get(self, number):\n")
+    assert "several methods named 'get' (Cart.get, Ledger.get)" in why and "stopped" in why
+    # the same method inside its class, a top-level function or a new name: the format places them
+    for code in ("class Ledger:\n    def get(self, number):\n        return None\n",
+                 "def total(cart):\n    return 0\n", "def get_card(ledger, number):\n    return None\n"):
+        assert first_stop(symbol_block(code, "shop.py")) is None, code

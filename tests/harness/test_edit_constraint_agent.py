@@ -50,12 +50,25 @@ def test_a_local_models_symbol_reply_is_definitions_of_a_python_file_in_play(pro
                                                                             local_tiny):
     agent = Agent(project, "add() returns the wrong result", model=local_tiny, edit_format="symbol",
                   test_cmd=quick_test_cmd, max_steps=1, max_tokens=60, localize=False, sandbox="none",
-                  console=Console(file=io.StringIO()))
+                  early_stop=False, console=Console(file=io.StringIO()))
     step = agent.run().steps[0]
     assert step.decoding == "constrained" and step.reply.startswith("calc.py\n```python\n"), step.reply
     assert step.outcome not in (Outcome.PARSE_FAILED, Outcome.NO_EDITS, Outcome.EXAMPLE_COPIED)
     # the tiny model never closes its fence by itself within 60 tokens: the budget closed it whole
     assert step.finish_reason == "length" and step.reply.rstrip().endswith("```"), step.reply
+
+
+def test_a_local_models_symbol_reply_is_also_stopped_where_its_code_can_no_longer_parse(
+        project, quick_test_cmd, local_tiny):
+    # the grammar cannot tell Python; the watch can: the random model's code is cut at its first line
+    # that no later one repairs, and the model is told which
+    agent = Agent(project, "add() returns the wrong result", model=local_tiny, edit_format="symbol",
+                  test_cmd=quick_test_cmd, max_steps=1, max_tokens=200, localize=False, sandbox="none",
+                  console=Console(file=io.StringIO()))
+    step = agent.run().steps[0]
+    assert step.decoding == "constrained" and step.reply.startswith("calc.py\n```python\n"), step.reply
+    assert step.outcome == Outcome.STOPPED_EARLY and step.finish_reason == "early_stop", step.reply
+    assert "not valid Python" in step.apply.error and step.decode_budget_unspent > 0
 
 
 def test_another_providers_reply_is_stopped_at_a_line_the_file_lacks(project, quick_test_cmd):

@@ -84,3 +84,14 @@ def test_udiff_applies_a_diff_through_a_page_break_and_a_crlf_reply_alike(tmp_pa
     for text in (reply, reply.replace("\n", "\r\n")):
         preview = udiff.apply(udiff.parse(text), Workspace(tmp_path), dry_run=True)
         assert preview.new_contents == {"m.py": "import os\n\x0c\ndef f():\n    return 2\n"}
+
+
+def test_a_symbol_method_written_at_its_classs_indentation_is_read_at_the_margin(tmp_path):
+    # what the symbol grammar allows (a method alone, indented) the format applies: a model copies a method
+    # as the file shows it
+    (tmp_path / "shop.py").write_text("class Cart:\n    def total(self):\n        return 0\n")
+    fmt = formats.get("symbol")
+    method = '    def total(self):\n        """Sum.\n\n        Of all."""\n        return 1\n'
+    reply = f"shop.py\n```python\n{method}```\n"
+    assert fmt.apply(fmt.parse(reply), Workspace(tmp_path), dry_run=True).new_contents == {
+        "shop.py": f"class Cart:\n{method}"}
