@@ -181,8 +181,8 @@ class SymbolWatch(_FileWatch):
                 error = None
             except (SyntaxError, ValueError) as exc:
                 error = exc if isinstance(exc, SyntaxError) else SyntaxError(str(exc))
-        elif any(line[:1] in ("+", "-") for line in code.split("\n")):
-            error = None  # diff marks, which the format takes out of the closed block
+        elif any(line.startswith(("+", "-", "@@")) for line in code.split("\n")):
+            error = None  # diff marks or a hunk's header, which the format reads in the closed block
         else:
             error = python_error_so_far(code)
             if isinstance(error, IndentationError) and error.lineno == 1:
