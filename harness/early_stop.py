@@ -175,14 +175,14 @@ class SymbolWatch(_FileWatch):
 
     def _check(self, path: str, content: str, closed: bool) -> str | None:
         code = block_code(content)
+        if any(line.startswith(("+", "-", "@@")) for line in code.split("\n")):
+            return None  # diff marks the format may yet take out, or a diff that `auto` reads as one
         if closed:
             try:
                 ast.parse(code)
                 error = None
             except (SyntaxError, ValueError) as exc:
                 error = exc if isinstance(exc, SyntaxError) else SyntaxError(str(exc))
-        elif any(line.startswith(("+", "-", "@@")) for line in code.split("\n")):
-            error = None  # diff marks or a hunk's header, which the format reads in the closed block
         else:
             error = python_error_so_far(code)
             if isinstance(error, IndentationError) and error.lineno == 1:
