@@ -130,6 +130,9 @@ def _reindent(lines: list[str], indent: str) -> list[str]:
 def at_margin(code: str) -> str:
     """Code a model wrote at some indentation (a method copied at its class's) moved to the margin, as a
     module reads it; a string literal's own lines stay as _reindent keeps them."""
+    first = next((line for line in code.split("\n") if line.strip()), "")
+    if first == first.lstrip():  # at the margin already (the first line is never a string's own)
+        return code
     return "\n".join(_reindent(code.split("\n"), ""))
 
 
