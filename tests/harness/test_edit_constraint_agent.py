@@ -109,6 +109,7 @@ def test_another_providers_diff_is_stopped_at_a_line_the_file_lacks(project, qui
     assert step.decoding == "early stop" and step.outcome == Outcome.STOPPED_EARLY
     assert "accumulate_everything(a, b)\n" in step.reply and "return a + b" not in step.reply  # cut there
     assert step.decode_budget_unspent > 0
+    assert "diff's line '-    total = accumulate_everything(a, b)' is not in calc.py" in step.apply.error
 
 
 def test_a_stopped_reply_asked_for_again_is_counted_with_the_new_one(project, quick_test_cmd):
