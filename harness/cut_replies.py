@@ -13,7 +13,7 @@ import re
 from dataclasses import dataclass
 
 from deltaserve.errors import ToolError
-from deltaserve.harness.formats.symbol import SymbolFormat
+from deltaserve.harness.formats.symbol import SymbolFormat, block_code
 from deltaserve.tools.fences import fenced_blocks
 from deltaserve.tools.named_blocks import named_blocks
 from deltaserve.tools.symbols import parse_python
@@ -31,12 +31,19 @@ class CutReply:
 
 
 def cut_inside_a_block(text: str, finish_reason: str | None) -> bool:
-    """The reply hit the token limit (finish_reason "length") while a code block was still open."""
+    """The reply hit the token limit (finish_reason "length") while a code block was still open, or in a
+    Python block that its budget then closed (our engine's symbol constraint closes the fence; where no line
+    end near the budget parsed, the code inside is cut all the same)."""
     if finish_reason != "length":
         return False
     lines = text.replace("\r\n", "\n").split("\n")
     blocks = fenced_blocks(lines)
-    return bool(blocks) and blocks[-1].end == len(lines)
+    if not blocks or blocks[-1].end == len(lines):
+        return bool(blocks)
+    named = named_blocks(text)
+    last = named[-1] if named and named[-1].start == blocks[-1].start else None
+    return (last is not None and last.path.endswith(".py") and "<<<<<<< SEARCH" not in last.content
+            and parse_python(block_code(last.content)) is None)
 
 
 def cut_reply(text: str, finish_reason: str | None, fmt, workspace: Workspace) -> CutReply | None:

@@ -53,6 +53,19 @@ def test_only_formats_that_read_definitions_keep_part_of_a_cut_reply(project):
     assert cut_reply(CUT + "\n```\n", "length", formats.get("whole"), ws) is None  # closed at the limit
 
 
+def test_a_python_block_the_budget_closed_mid_definition_is_read_as_cut(project):
+    # our engine's symbol constraint closes the fence at the budget; inside a docstring nothing parsed there
+    closed = f'{CUT}\n    """Multiply a and b.\n```'
+    ws = Workspace(project)
+    assert cut_reply(closed, "stop", formats.get("symbol"), ws) is None  # the model closed it: read as usual
+    kept = cut_reply(closed, "length", formats.get("symbol"), ws)
+    assert kept.left_out == "`mul`" and [e.code for e in kept.reader.parse(kept.text)] == [FIXED_ADD]
+    # a closed block that parses, or SEARCH/REPLACE text (not Python), is whole
+    assert cut_reply(f"{CUT}\n```", "length", formats.get("symbol"), ws) is None
+    blocks = "calc.py\n```\n<<<<<<< SEARCH\n    return a\n=======\n    return b\n>>>>>>> REPLACE\n```"
+    assert cut_reply(blocks, "length", formats.get("search_replace"), ws) is None
+
+
 def test_under_auto_a_cut_whole_file_step_never_writes_the_file_short(project):
     """A step that asked for the whole file, answered with every definition and cut in the module code
     after them: read as a whole file, the kept part would drop that code; it is read as functions."""
