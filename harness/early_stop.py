@@ -47,6 +47,18 @@ def file_reader(workspace: Workspace) -> Callable[[str], str | None]:
     return read
 
 
+def search_replace_so_far(text: str) -> list:
+    """The SEARCH/REPLACE blocks in the whole lines of a reply so far, its last one closed as written so far
+    ([] when it holds none, or none readable yet)."""
+    whole = text[:text.rfind("\n") + 1]
+    for closing in ("", *CLOSINGS) if whole else ():
+        try:
+            return parse_search_replace_blocks(whole + closing)
+        except PatchError:
+            continue
+    return []
+
+
 class _FileWatch:
     """What the watches share: the files' lines, read once each (None: no such file)."""
 
@@ -73,16 +85,8 @@ class SearchReplaceWatch(_FileWatch):
         self._checked: dict[int, int] = {}  # block -> SEARCH lines already found placeable
 
     def __call__(self, text: str) -> str | None:
-        whole = text[:text.rfind("\n") + 1]
-        if not whole:
-            return None
-        for closing in ("", *CLOSINGS):
-            try:
-                blocks = parse_search_replace_blocks(whole + closing)
-                break
-            except PatchError:
-                continue
-        else:
+        blocks = search_replace_so_far(text)
+        if not blocks:
             return None  # not readable as blocks (yet): the pipeline will say what is wrong, if anything
         written: list[str] = []  # the REPLACE lines of the blocks before: the tools apply blocks in order,
         for n, block in enumerate(blocks):  # so a later block may quote what an earlier one wrote
@@ -158,9 +162,9 @@ class SymbolWatch(_FileWatch):
         self._passed: set[int] = set()  # closed blocks checked (by their fence's line)
 
     def __call__(self, text: str) -> str | None:
-        whole = text[:max(text.rfind("\n"), 0)]  # its whole lines, the last one's newline left off
-        if "<<<<<<< SEARCH" in whole:  # the format reads its SEARCH/REPLACE blocks then, not its fences
+        if search_replace_so_far(text):  # the format reads its SEARCH/REPLACE blocks then, not its fences
             return None
+        whole = text[:max(text.rfind("\n"), 0)]  # its whole lines, the last one's newline left off
         lines = whole.split("\n")
         closed = {block.start for block in fenced_blocks(lines) if block.end < len(lines)}
         for block in named_blocks(whole):
