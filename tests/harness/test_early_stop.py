@@ -139,7 +139,7 @@ def first_stop(text: str) -> tuple[str, str] | None:
     "    def add(self, a, b):\n        return a + b\n",  # a method written at its class's indentation
     "def add(a, b):\n-    return a - b\n+    return a + b\n",  # diff marks: the format takes them out
     "def add(a, b):\n    return a\n@@ -5,2 +5,2 @@\n def mul(a, b):\n",  # a hunk's header: read as a diff
-    "SEARCH\n    return a - b\n=======\n    return a + b\nREPLACE\n",  # SEARCH/REPLACE, which the format reads
+    "SEARCH\n    return a - b\n=======\n    return a + b\nREPLACE\n",  # SEARCH/REPLACE: the format reads it
     "def add(a, b):\n    if a:\n        return a + b\n    else:\n        return b\n",
     "def add(a, b):\n    x = a + \\\n        b\n    return x\n",  # a backslash continues the line
 ])
