@@ -181,16 +181,9 @@ class SymbolWatch(_FileWatch):
         code = block_code(content)
         if any(line.startswith(("+", "-", "@@")) for line in code.split("\n")):
             return None  # diff marks the format may yet take out, or a diff that `auto` reads as one
-        if closed:
-            try:
-                ast.parse(code)
-                error = None
-            except (SyntaxError, ValueError) as exc:
-                error = exc if isinstance(exc, SyntaxError) else SyntaxError(str(exc))
-        else:
-            error = python_error_so_far(code)
-            if isinstance(error, IndentationError) and error.lineno == 1:
-                error = None  # a margin misread while a string is open (its lines at column 0): go on
+        error = python_error_so_far(code, complete=closed)
+        if not closed and isinstance(error, IndentationError) and error.lineno == 1:
+            error = None  # a margin misread while a string is open (its lines at column 0): go on
         if error is not None:
             return (f"The code for {path} is not valid Python at line {error.lineno} of its block "
                     f"({error.msg}), and no later line could make it so: the reply was stopped there. "

@@ -33,14 +33,15 @@ _SO_FAR = getattr(codeop, "PyCF_ALLOW_INCOMPLETE_INPUT", 0)
 _SO_FAR_FLAGS = ast.PyCF_ONLY_AST | _SO_FAR | getattr(codeop, "PyCF_DONT_IMPLY_DEDENT", 0)
 
 
-def python_error_so_far(code: str) -> SyntaxError | None:
+def python_error_so_far(code: str, complete: bool = False) -> SyntaxError | None:
     """The error in Python code cut after a whole line that no further line can repair (`not: int = 0`, an
     unindent to no outer level), or None while more lines could make it parse (an open bracket, string or
-    block). Always None on Python 3.10, whose compile() cannot tell the two apart."""
-    if not _SO_FAR:
+    block). Always None on Python 3.10, whose compile() cannot tell the two apart. `complete`: no more
+    lines come, so any error counts."""
+    if not (_SO_FAR or complete):
         return None
     try:
-        compile(code, "<reply>", "exec", _SO_FAR_FLAGS, dont_inherit=True)
+        compile(code, "<reply>", "exec", ast.PyCF_ONLY_AST if complete else _SO_FAR_FLAGS, dont_inherit=True)
     except SyntaxError as exc:  # 3.13 raises incomplete input as a SyntaxError subclass of its own
         return None if exc.msg == "incomplete input" else exc
     except ValueError:  # a null byte: never Python
