@@ -11,6 +11,9 @@ blocks belong to whom is the block manager's business (engine/prefix_cache.py).
 
 from __future__ import annotations
 
+import math
+import mmap
+
 import torch
 
 DEFAULT_CPU_KV_MB = 768  # for a 2-byte dtype: float32 gets twice that, so the default holds as many tokens
@@ -34,6 +37,19 @@ def default_num_blocks(per_block: int, device: torch.device, kv_cache_memory_mb:
     return max(1, budget // per_block)
 
 
+def pool_zeros(shape: tuple[int, ...], dtype: torch.dtype, device: torch.device) -> torch.Tensor:
+    """A zeroed pool tensor. On a Linux CPU it lies in an anonymous mapping madvised for transparent huge
+    pages: a decode step streams every layer's context K/V, and on 4 KiB pages the CPU's prefetch and TLB cap
+    that stream (SmolLM2-135M decode at 2,000 tokens: 9% less time per token, 1 thread, 2-core EPYC). The pool
+    grows in memory by at most one 2 MiB page per layer, head and K/V over what it holds: the mapping is
+    zero-filled lazily, as torch.zeros' is."""
+    if torch.device(device).type != "cpu" or not hasattr(mmap, "MADV_HUGEPAGE"):
+        return torch.zeros(shape, dtype=dtype, device=device)
+    region = mmap.mmap(-1, math.prod(shape) * dtype.itemsize, flags=mmap.MAP_PRIVATE | mmap.MAP_ANONYMOUS)
+    region.madvise(mmap.MADV_HUGEPAGE)
+    return torch.frombuffer(region, dtype=dtype).view(shape)  # the tensor keeps the mapping alive
+
+
 class KVCache:
     def __init__(self, num_layers: int, num_blocks: int, block_size: int, kv_heads: int, head_dim: int,
                  dtype: torch.dtype, device: torch.device):
@@ -45,8 +61,8 @@ class KVCache:
         self.num_slots = (num_blocks + 1) * block_size  # every slot of the pool, the scratch block's too
         shape = (num_layers, kv_heads, num_blocks + 1, block_size, head_dim)
         # zeros, not empty: padded attention reads masked slots, and 0 * NaN garbage would still be NaN.
-        self.k_blocks = torch.zeros(shape, dtype=dtype, device=device)
-        self.v_blocks = torch.zeros(shape, dtype=dtype, device=device)
+        self.k_blocks = pool_zeros(shape, dtype, device)
+        self.v_blocks = pool_zeros(shape, dtype, device)
         flat = (num_layers, kv_heads, self.num_slots, head_dim)
         self.k_heads = self.k_blocks.view(flat)
         self.v_heads = self.v_blocks.view(flat)
