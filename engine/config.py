@@ -42,6 +42,10 @@ class EngineConfig(BaseModel):
     # Decode steps replayed as CUDA graphs per batch-size bucket (engine/decode_graphs.py; flex attention
     # only). None: on CUDA. True on CPU runs the same static buffers eagerly (how the tests check them).
     decode_graphs: bool | None = None
+    # Batch-1 decode steps through torch.compile on CPU (engine/compiled_decode.py): the small ops between
+    # the matmuls fused into C++ kernels. Off by default: the first decode step compiles (tens of seconds on
+    # 2 cores; a few with inductor's cache warm); `bench engine --ours default,compiled` measures the gain.
+    compile_decode: bool = False
 
     # Paged KV cache: num_blocks wins over kv_cache_memory_mb; both None -> a device-dependent default.
     block_size: int = Field(default=16, ge=1, le=1024)

@@ -97,7 +97,7 @@ class Engine:
         self.kv = KVCache(m.num_layers, num_blocks, config.block_size, m.num_kv_heads, m.head_dim,
                           m.kv_dtype, self.device)
         self.runner = ModelRunner(m, self.kv, config.block_size, config.attention, config.decode_graphs,
-                                  config.max_num_seqs)
+                                  config.max_num_seqs, config.compile_decode)
         use_disk = config.kv_cache_dir and config.enable_prefix_caching
         self.kv_disk = self._disk_store(loaded) if use_disk else None
         tier = DiskTier(self.kv_disk, self.kv) if self.kv_disk is not None else None

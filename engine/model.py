@@ -94,7 +94,7 @@ def rms_norm(x: torch.Tensor, weight: torch.Tensor | None, eps: float,
     ~10 (its Python-float scalars each wrapped in a tensor): 22 us against 36 a call on a 2-core EPYC, 61
     calls a SmolLM2 token. Same steps in the same order: x * rsqrt(sum(x * x) / n + eps), then * weight.
     `dtype`: the result cast to it (the next linear's input dtype), where it differs."""
-    if x.dtype != torch.float32 or x.device.type != "cpu":
+    if x.dtype != torch.float32 or x.device.type != "cpu" or torch.compiler.is_compiling():  # compiled: fused
         y = F.rms_norm(x, x.shape[-1:], weight, eps)
     else:
         n, eps_t = _norm_constants(x.shape[-1], eps)
@@ -241,10 +241,11 @@ class LlamaModel:
 
     # ---- the forward pass ----
 
-    def forward(self, batch: ForwardBatch, kv: KVCache) -> torch.Tensor:
-        """Logits (float32) for batch.logits_index rows, in that order."""
+    def forward(self, batch: ForwardBatch, kv: KVCache, body=None) -> torch.Tensor:
+        """Logits (float32) for batch.logits_index rows, in that order (body: a compiled _forward to run
+        instead, engine/compiled_decode.py)."""
         with packed_weight_calls():
-            return self._forward(batch, kv)
+            return (body or self._forward)(batch, kv)
 
     def _forward(self, batch: ForwardBatch, kv: KVCache) -> torch.Tensor:
         nh, nkv, hd = self.num_heads, self.num_kv_heads, self.head_dim

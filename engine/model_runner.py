@@ -8,6 +8,7 @@ from __future__ import annotations
 import torch
 
 from deltaserve.engine.attention import Attention, AttentionBackend
+from deltaserve.engine.compiled_decode import CompiledDecode
 from deltaserve.engine.decode_graphs import DecodeGraphs
 from deltaserve.engine.forward_batch import ForwardBatch, Span, flatten
 from deltaserve.engine.kv_cache import KVCache
@@ -22,7 +23,7 @@ DETERMINISTIC_MIN_ROWS = 16
 
 class ModelRunner:
     def __init__(self, model: LlamaModel, kv: KVCache, block_size: int, backend: AttentionBackend = "auto",
-                 decode_graphs: bool | None = None, max_batch: int = 16):
+                 decode_graphs: bool | None = None, max_batch: int = 16, compile_decode: bool = False):
         self.model, self.kv, self.block_size = model, kv, block_size
         self.device = model.device
         self.attention = Attention(backend, model.attention_shape, block_size, kv.num_slots, self.device)
@@ -34,6 +35,7 @@ class ModelRunner:
             raise ValueError("decode graphs need the flex attention backend (attention='flex')")
         self.graphs = (DecodeGraphs(model, kv, block_size, self.attention.compiled, max_batch) if use_graphs
                        else None)
+        self.compiled = CompiledDecode(model) if compile_decode else None
 
     def prepare(self, spans: list[Span]) -> ForwardBatch:
         flat = flatten(spans, self.block_size, self.model.max_positions)
@@ -48,7 +50,12 @@ class ModelRunner:
                 logits = self.graphs.run(spans)
                 if logits is not None:
                     return logits
-            return self.model.forward(self.prepare(spans), self.kv)
+            batch = self.prepare(spans)
+            if self.compiled is not None and self.compiled.accepts(batch):
+                logits = self.compiled.run(batch, self.kv)
+                if logits is not None:
+                    return logits
+            return self.model.forward(batch, self.kv)
 
     def run(self, spans: list[Span], params: list[SamplingParams], generators: list[torch.Generator | None],
             masks: torch.Tensor | None = None, counted: list[list[int]] | None = None) -> list[int]:

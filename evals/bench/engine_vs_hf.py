@@ -51,6 +51,7 @@ VARIANTS = {
     "w8a8": {"dtype": "auto", "quant": "w8a8"},  # int8 weights and activations (fbgemm), the LM head int8
     "deterministic": {"deterministic": True},  # batch- and cache-invariant: float32, fixed summation orders
     "default": {},  # EngineConfig's choice for this machine (engine/quant.py: default_dtype, preferred_quant)
+    "compiled": {"compile_decode": True},  # default, batch-1 decode compiled (engine/compiled_decode.py)
 }
 DEFAULT_MODELS = "smollm2-135m,qwen2.5-coder-1.5b"
 
@@ -238,7 +239,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                              "activations with those weights and an int8 LM head with 8-bit activations; "
                              "int4-bf16-head / int4-head: int4 layers, the LM head bf16 / int4; int4-fp32: "
                              "int4 with float32 activations; w8a8: int8 weights and per-row int8 "
-                             "activations; default: %(default)s)")
+                             "activations; compiled: default with batch-1 decode through torch.compile, "
+                             "compiled during the warm-up; default: %(default)s)")
     parser.add_argument("--group-sizes", default=None, metavar="G,G",
                         help="int4 group sizes for each int4 variant, comma-separated from 32, 64, 128, 256 "
                              "(default: the engine's, EngineConfig.quant_group_size)")

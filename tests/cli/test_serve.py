@@ -84,6 +84,8 @@ def test_the_engine_commands_take_the_quant_options():
         assert quant_kwargs(build_parser().parse_args(argv)) == {}  # EngineConfig's defaults decide
         given = build_parser().parse_args([*argv, "--quant", "none", "--quant-lm-head", "int4"])
         assert quant_kwargs(given) == {"quant": "none", "quant_lm_head": "int4"}
+        compiled = build_parser().parse_args([*argv, "--compile-decode"])
+        assert quant_kwargs(compiled) == {"compile_decode": True}
     with pytest.raises(SystemExit):
         build_parser().parse_args(["serve", "--quant", "int3"])
 

@@ -1,0 +1,76 @@
+"""Batch-1 decode through torch.compile (EngineConfig.compile_decode): the compiled step's logits against the
+eager forward's on the same inputs, one compile for every context, and the steps it does not take."""
+
+from __future__ import annotations
+
+import gc
+
+import torch
+
+from deltaserve.engine import SamplingParams
+from deltaserve.engine import compiled_decode as cd
+from deltaserve.engine.forward_batch import Span
+
+GREEDY = SamplingParams(max_tokens=6, temperature=0.0, ignore_eos=True)
+
+
+def _checked(eng):
+    """Each compiled step also runs the eager forward on the same batch; (compiled, eager) logits recorded."""
+    compiled, pairs = eng.runner.compiled, []
+    run = compiled.run
+
+    def both(batch, kv):
+        got = run(batch, kv)
+        pairs.append((got, eng.model.forward(batch, kv)))  # rewrites the same K/V slots with the same values
+        return got
+
+    compiled.run = both
+    return pairs
+
+
+def test_compiled_decode_steps_give_the_eager_logits(make_engine):
+    # w8a8: fbgemm's packed weights reach the graph through the opaque linear op
+    eng = make_engine(quant="w8a8", compile_decode=True)
+    pairs = _checked(eng)
+    out = eng.generate([list(range(3, 40))], GREEDY)[0]
+    assert not eng.runner.compiled.failed
+    assert len(pairs) == len(out.token_ids) - 1  # every decode step after the prefill's token
+    for got, want in pairs:
+        assert got is not None
+        torch.testing.assert_close(got, want, rtol=1e-4, atol=1e-4)
+
+
+def test_one_compile_serves_growing_contexts_and_other_requests(make_engine):
+    eng = make_engine(quant="w8a8", compile_decode=True, enable_prefix_caching=False)
+    eng.generate([list(range(5, 12))], GREEDY)  # compiles
+    graphs = torch._dynamo.utils.counters["stats"]["unique_graphs"]
+    eng.generate([list(range(20, 60)), list(range(7, 9))], SamplingParams(max_tokens=20, ignore_eos=True))
+    eng.generate([list(range(9, 30))], GREEDY)
+    assert torch._dynamo.utils.counters["stats"]["unique_graphs"] == graphs, "a new context recompiled"
+
+
+def test_steps_it_cannot_take_and_a_failed_compile_run_eagerly(make_engine):
+    eng = make_engine(quant="w8a8", compile_decode=True, max_num_seqs=2)
+    runner, compiled = eng.runner, eng.runner.compiled
+    assert compiled.accepts(runner.prepare([Span([1], 5, [0], [0])]))
+    assert not compiled.accepts(runner.prepare([Span([1, 2, 3], 0, [0], [2])]))  # a prefill chunk
+    assert not compiled.accepts(runner.prepare([Span([1, 2], 5, [0], [0, 1])]))  # a verify span
+    assert not compiled.accepts(runner.prepare([Span([1], 5, [0], [0]), Span([2], 3, [1], [0])]))
+
+    want = make_engine(quant="w8a8").generate([list(range(3, 20))], GREEDY)[0].token_ids
+
+    def broken(batch, kv):
+        raise RuntimeError("no compiler here")
+
+    compiled.forward = broken
+    assert eng.generate([list(range(3, 20))], GREEDY)[0].token_ids == want
+    assert compiled.failed
+
+
+def test_the_linear_registry_lets_a_dropped_model_go(make_engine):
+    eng = make_engine(compile_decode=True)
+    handles = [layer.qkv.handle for layer in eng.model.layers]
+    assert all(h in cd._LINEARS for h in handles)
+    eng.model.layers = None  # the layers' linears have no other owner
+    gc.collect()
+    assert not any(h in cd._LINEARS for h in handles)
