@@ -32,6 +32,12 @@ log = logging.getLogger(__name__)
 # the context's first slot and length (CpuAttentionPlan.decode_view) as sizes of the graph, not constants:
 # one compile serves every context
 CONTEXT_SOURCES = "L['batch'].attention.decode_view[0],L['batch'].attention.decode_view[1]"
+# Inductor's SDPA pattern off: on CPU the model's two matmuls read float32 K/V faster than SDPA's flash kernel
+# it would put in their place; the kernels called from a C++ wrapper rather than Python. SmolLM2-135M, 2
+# threads, one process (ms a token at ~50 / ~2,000 keys): Python wrapper 8.80 / 14.91, C++ wrapper 8.22 /
+# 14.64, C++ wrapper with the SDPA pattern 8.51 / 15.08, eager 9.85 / 16.32. The C++ wrapper's compile is
+# longer (~30 s against ~20 on 2 cores).
+COMPILE_OPTIONS = {"pattern_matcher": False, "cpp_wrapper": True}
 _LINEARS: dict[int, weakref.ReferenceType] = {}
 _HANDLES = itertools.count()
 
@@ -90,8 +96,7 @@ class CompiledDecode:
     def __init__(self, model):
         make_linears_opaque(model)
         self.model = model
-        self.forward = torch.compile(model._forward, fullgraph=True, dynamic=False,
-                                     options={"pattern_matcher": False})
+        self.forward = torch.compile(model._forward, fullgraph=True, dynamic=False, options=COMPILE_OPTIONS)
         self.failed = False
 
     def accepts(self, batch: ForwardBatch) -> bool:

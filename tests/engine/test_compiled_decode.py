@@ -4,7 +4,9 @@ eager forward's on the same inputs, one compile for every context, and the steps
 from __future__ import annotations
 
 import gc
+import shutil
 
+import pytest
 import torch
 
 from deltaserve.engine import SamplingParams
@@ -12,6 +14,9 @@ from deltaserve.engine import compiled_decode as cd
 from deltaserve.engine.forward_batch import Span
 
 GREEDY = SamplingParams(max_tokens=6, temperature=0.0, ignore_eos=True)
+# inductor compiles its CPU kernels with the system's C++ compiler (without one the engine stays eager)
+needs_compiler = pytest.mark.skipif(shutil.which("c++") is None and shutil.which("g++") is None,
+                                    reason="no C++ compiler for inductor")
 
 
 def _checked(eng):
@@ -28,6 +33,7 @@ def _checked(eng):
     return pairs
 
 
+@needs_compiler
 def test_compiled_decode_steps_give_the_eager_logits(make_engine):
     # w8a8: fbgemm's packed weights reach the graph through the opaque linear op
     eng = make_engine(quant="w8a8", compile_decode=True)
@@ -40,6 +46,7 @@ def test_compiled_decode_steps_give_the_eager_logits(make_engine):
         torch.testing.assert_close(got, want, rtol=1e-4, atol=1e-4)
 
 
+@needs_compiler
 def test_one_compile_serves_growing_contexts_and_other_requests(make_engine):
     eng = make_engine(quant="w8a8", compile_decode=True, enable_prefix_caching=False)
     eng.generate([list(range(5, 12))], GREEDY)  # compiles
