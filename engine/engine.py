@@ -517,7 +517,8 @@ class Engine:
     def numerics(self) -> dict:
         """How this engine computes (what an eval records beside its figures)."""
         return {"dtype": str(self.dtype).removeprefix("torch."), "quant": self.quant,
-                "attention": self.runner.attention.backend, "deterministic": self.config.deterministic}
+                "attention": self.runner.attention.backend, "deterministic": self.config.deterministic,
+                "compile_decode": self.config.compile_decode}
 
     def __repr__(self) -> str:
         return (f"Engine(model={self.model_name!r}, device={self.device}, dtype={self.dtype}, "

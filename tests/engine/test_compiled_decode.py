@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import gc
 import shutil
+import threading
 
 import pytest
 import torch
@@ -54,6 +55,20 @@ def test_one_compile_serves_growing_contexts_and_other_requests(make_engine):
     eng.generate([list(range(20, 60)), list(range(7, 9))], SamplingParams(max_tokens=20, ignore_eos=True))
     eng.generate([list(range(9, 30))], GREEDY)
     assert torch._dynamo.utils.counters["stats"]["unique_graphs"] == graphs, "a new context recompiled"
+
+
+@needs_compiler
+def test_the_servers_worker_thread_compiles_and_runs_it(make_engine):
+    # the server steps its engine on a thread of its own (engine/async_engine.py)
+    eng = make_engine(quant="w8a8", compile_decode=True)
+    pairs, outs = _checked(eng), []
+    worker = threading.Thread(target=lambda: outs.extend(eng.generate([list(range(4, 30))], GREEDY)))
+    worker.start()
+    worker.join()
+    assert len(outs[0].token_ids) == GREEDY.max_tokens
+    assert pairs and not eng.runner.compiled.failed
+    for got, want in pairs:
+        torch.testing.assert_close(got, want, rtol=1e-4, atol=1e-4)
 
 
 def test_steps_it_cannot_take_and_a_failed_compile_run_eagerly(make_engine):

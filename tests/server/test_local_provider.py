@@ -95,7 +95,8 @@ def test_a_local_engines_numerics_are_there_for_evals_to_record(tiny_llama):
     register_local_engine("tiny-deterministic", Engine.from_pretrained(str(tiny_llama), num_blocks=64,
                                                                        **options))
     assert engine_numerics("local/tiny-deterministic") == {
-        "dtype": "float32", "quant": "none", "attention": "deterministic", "deterministic": True}
+        "dtype": "float32", "quant": "none", "attention": "deterministic", "deterministic": True,
+        "compile_decode": False}
     assert quant_kwargs(parser.parse_args([])) == {}  # unset: EngineConfig decides
     assert engine_numerics("openai/gpt-4o-mini") is None
 
