@@ -26,6 +26,9 @@ class ModelRunner:
                  decode_graphs: bool | None = None, max_batch: int = 16, compile_decode: bool = False):
         self.model, self.kv, self.block_size = model, kv, block_size
         self.device = model.device
+        if compile_decode and self.device.type != "cpu":
+            raise ValueError("compile_decode compiles CPU decode steps; on CUDA they replay as CUDA graphs "
+                             "(decode_graphs)")
         self.attention = Attention(backend, model.attention_shape, block_size, kv.num_slots, self.device)
         if self.attention.backend == "deterministic":
             model.pad_linear_rows(DETERMINISTIC_MIN_ROWS)

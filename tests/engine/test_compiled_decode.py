@@ -13,6 +13,7 @@ import torch
 from deltaserve.engine import SamplingParams
 from deltaserve.engine import compiled_decode as cd
 from deltaserve.engine.forward_batch import Span
+from deltaserve.engine.model_runner import ModelRunner
 
 GREEDY = SamplingParams(max_tokens=6, temperature=0.0, ignore_eos=True)
 # inductor compiles its CPU kernels with the system's C++ compiler (without one the engine stays eager)
@@ -96,3 +97,11 @@ def test_the_linear_registry_lets_a_dropped_model_go(make_engine):
     eng.model.layers = None  # the layers' linears have no other owner
     gc.collect()
     assert not any(h in cd._LINEARS for h in handles)
+
+
+def test_it_is_refused_off_cpu():
+    class OnCuda:  # a model that says it lives on CUDA: the check comes before anything runs there
+        device = torch.device("cuda")
+
+    with pytest.raises(ValueError, match="CUDA graphs"):
+        ModelRunner(OnCuda(), None, 16, compile_decode=True)
