@@ -99,9 +99,14 @@ class CompiledDecode:
         self.forward = torch.compile(model._forward, fullgraph=True, dynamic=False, options=COMPILE_OPTIONS)
         self.failed = False
 
-    def accepts(self, batch: ForwardBatch) -> bool:
+    @staticmethod
+    def takes(batch: ForwardBatch) -> bool:
+        """Whether this kind of step goes through the compiled forward: batch-1 decode over one view."""
         plan = batch.attention
-        return not self.failed and isinstance(plan, CpuAttentionPlan) and plan.decode_view is not None
+        return isinstance(plan, CpuAttentionPlan) and plan.decode_view is not None
+
+    def accepts(self, batch: ForwardBatch) -> bool:
+        return not self.failed and self.takes(batch)
 
     def run(self, batch: ForwardBatch, kv: KVCache) -> torch.Tensor | None:
         """The step's logits, or None when the compile failed (the caller runs the eager forward)."""

@@ -43,9 +43,12 @@ class EngineConfig(BaseModel):
     # only). None: on CUDA. True on CPU runs the same static buffers eagerly (how the tests check them).
     decode_graphs: bool | None = None
     # Batch-1 decode steps through torch.compile on CPU (engine/compiled_decode.py): the small ops between
-    # the matmuls fused into C++ kernels. Off by default: the first decode step compiles (tens of seconds on
-    # 2 cores; a few with inductor's cache warm); `bench engine --ours default,compiled` measures the gain.
-    compile_decode: bool = False
+    # the matmuls fused into C++ kernels. A compile takes tens of seconds on 2 cores (a few with inductor's
+    # cache warm). "on": the first decode step compiles, on the step thread. "auto": a thread of its own
+    # compiles while the steps run eagerly, and the compiled step is kept only if it wins a timed trial
+    # (engine/background_compile.py); nothing off CPU, where CUDA graphs do this. "off" by default here (a
+    # one-shot run saves less than a compile costs); `deltaserve serve` defaults to "auto".
+    compile_decode: Literal["off", "on", "auto"] = "off"
 
     # Paged KV cache: num_blocks wins over kv_cache_memory_mb; both None -> a device-dependent default.
     block_size: int = Field(default=16, ge=1, le=1024)
@@ -102,6 +105,13 @@ class EngineConfig(BaseModel):
     def _boolean_means_int4_or_auto(cls, value):  # the field was a bool: True stored the head int4
         if isinstance(value, bool):
             return "int4" if value else "auto"
+        return value
+
+    @field_validator("compile_decode", mode="before")
+    @classmethod
+    def _boolean_means_on_or_off(cls, value):  # the field was a bool
+        if isinstance(value, bool):
+            return "on" if value else "off"
         return value
 
     @field_validator("speculative", mode="before")

@@ -38,6 +38,7 @@ from deltaserve.engine.loader import LoadedModel, load_model
 from deltaserve.engine.model import LlamaModel, max_positions_for
 from deltaserve.engine.model_runner import ModelRunner
 from deltaserve.engine.outputs import DraftCounts, EngineStats, RequestOutput, TokenLogprob, add_drafts
+from deltaserve.engine.passing_thread import on_passing_thread
 from deltaserve.engine.prefix_cache import BlockManager
 from deltaserve.engine.quant import default_dtype, resolve_quant
 from deltaserve.engine.sampler import Sampled, SamplingBatch, SamplingParams, position_generator, request_seed
@@ -123,7 +124,10 @@ class Engine:
     @classmethod
     def from_pretrained(cls, name_or_path: str = "smollm2-135m", **config) -> Engine:
         cfg = config.pop("config", None) or EngineConfig(model=str(name_or_path), **config)
-        return cls(load_model(cfg.model, cfg.allow_download), cfg)
+        if cfg.num_threads:  # for this thread too: each thread takes torch's thread count when it first runs
+            torch.set_num_threads(cfg.num_threads)
+        # loaded on a thread that ends: the thread that steps the engine keeps the only OpenMP pool
+        return on_passing_thread(lambda: cls(load_model(cfg.model, cfg.allow_download), cfg))
 
     # ---- requests ----
 
@@ -518,7 +522,7 @@ class Engine:
         """How this engine computes (what an eval records beside its figures)."""
         return {"dtype": str(self.dtype).removeprefix("torch."), "quant": self.quant,
                 "attention": self.runner.attention.backend, "deterministic": self.config.deterministic,
-                "compile_decode": self.config.compile_decode}
+                "compile_decode": self.runner.compile_decode}
 
     def __repr__(self) -> str:
         return (f"Engine(model={self.model_name!r}, device={self.device}, dtype={self.dtype}, "

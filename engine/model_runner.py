@@ -5,9 +5,12 @@ where the host waits for the device in a step.
 
 from __future__ import annotations
 
+from typing import Literal
+
 import torch
 
 from deltaserve.engine.attention import Attention, AttentionBackend
+from deltaserve.engine.background_compile import BackgroundCompiledDecode
 from deltaserve.engine.compiled_decode import CompiledDecode
 from deltaserve.engine.decode_graphs import DecodeGraphs
 from deltaserve.engine.forward_batch import ForwardBatch, Span, flatten
@@ -16,6 +19,7 @@ from deltaserve.engine.model import LlamaModel
 from deltaserve.engine.sampler import Sampled, SamplingBatch, SamplingParams, sample_rows
 from deltaserve.engine.staging import to_device
 
+CompileDecode = Literal["off", "on", "auto"]  # EngineConfig.compile_decode
 # BLAS runs one kernel for this many rows and more (measured here, float32 on an AVX-512 CPU: 1-15 rows took
 # other paths, whose per-row results differ from the many-row kernel's)
 DETERMINISTIC_MIN_ROWS = 16
@@ -23,10 +27,11 @@ DETERMINISTIC_MIN_ROWS = 16
 
 class ModelRunner:
     def __init__(self, model: LlamaModel, kv: KVCache, block_size: int, backend: AttentionBackend = "auto",
-                 decode_graphs: bool | None = None, max_batch: int = 16, compile_decode: bool = False):
+                 decode_graphs: bool | None = None, max_batch: int = 16,
+                 compile_decode: CompileDecode = "off"):
         self.model, self.kv, self.block_size = model, kv, block_size
         self.device = model.device
-        if compile_decode and self.device.type != "cpu":
+        if compile_decode == "on" and self.device.type != "cpu":
             raise ValueError("compile_decode compiles CPU decode steps; on CUDA they replay as CUDA graphs "
                              "(decode_graphs)")
         self.attention = Attention(backend, model.attention_shape, block_size, kv.num_slots, self.device)
@@ -38,7 +43,23 @@ class ModelRunner:
             raise ValueError("decode graphs need the flex attention backend (attention='flex')")
         self.graphs = (DecodeGraphs(model, kv, block_size, self.attention.compiled, max_batch) if use_graphs
                        else None)
-        self.compiled = CompiledDecode(model) if compile_decode else None
+        self.compiled = self._compiled_decode(compile_decode)
+        self.compile_decode = compile_decode if self.compiled is not None else "off"  # what it does here
+
+    def _compiled_decode(self, mode: CompileDecode) -> CompiledDecode | BackgroundCompiledDecode | None:
+        if mode == "on":
+            return CompiledDecode(self.model)
+        # "auto" off CPU: CUDA graphs do this there. Blocks of 3 slots at least: the scratch step reads 3 keys
+        # or more, so that dynamo does not take the context's length for a constant 0 or 1.
+        if mode == "off" or self.device.type != "cpu" or self.block_size < 3:
+            return None
+        # what the background compile traces: one token in the pool's scratch block, which no sequence owns;
+        # its tensors made in inference mode, as a step's are (dynamo's guards check it)
+        with torch.inference_mode():
+            scratch = self.prepare([Span([0], self.block_size - 1, [self.kv.num_blocks], [0])])
+        if not CompiledDecode.takes(scratch):  # e.g. deterministic attention
+            return None
+        return BackgroundCompiledDecode(self.model, self.kv, scratch)
 
     def prepare(self, spans: list[Span]) -> ForwardBatch:
         flat = flatten(spans, self.block_size, self.model.max_positions)

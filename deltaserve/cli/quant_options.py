@@ -11,9 +11,11 @@ from deltaserve.engine import EngineConfig
 
 QUANT_CHOICES = get_args(EngineConfig.model_fields["quant"].annotation)
 HEAD_CHOICES = get_args(EngineConfig.model_fields["quant_lm_head"].annotation)
+COMPILE_CHOICES = get_args(EngineConfig.model_fields["compile_decode"].annotation)
 
 
-def add_quant_options(group) -> None:
+def add_quant_options(group, compile_default: str = default(EngineConfig, "compile_decode")) -> None:
+    """compile_default: what --compile-decode is when not given (the caller sets it; shown in --help)."""
     group.add_argument("--quant", choices=QUANT_CHOICES, default=None,
                        help="quantized linear layers on CPU: int4 (groups of 32) or int8 (per channel) "
                             "weights with float activations, w8a8 (int8 weights and per-row int8 "
@@ -32,11 +34,14 @@ def add_quant_options(group) -> None:
                        help="same input, same output: greedy text independent of batching and of the prefix "
                             "cache (float32, no quantization, fixed summation orders; slower: bench engine "
                             "--ours deterministic)")
-    group.add_argument("--compile-decode", action="store_true", default=None,
-                       help="batch-1 decode steps through torch.compile on CPU: the small ops between the "
-                            "matmuls fused (SmolLM2-135M: ~10%% less time per token); the first decode step "
-                            "compiles, tens of seconds on 2 cores, a few once inductor's cache holds it "
-                            "(bench engine --ours default,compiled)")
+    group.add_argument("--compile-decode", nargs="?", const="on", choices=COMPILE_CHOICES, default=None,
+                       help="batch-1 decode steps through torch.compile on CPU, the small ops between the "
+                            "matmuls fused (SmolLM2-135M: ~15%% less time per token): on = the first decode "
+                            "step compiles (tens of seconds on 2 cores; a few once inductor's cache holds "
+                            "it); auto = a background thread compiles while decoding goes on eagerly, and "
+                            "the compiled step is kept only if it is faster when timed against eager steps; "
+                            "nothing off CPU (bench engine --ours default,compiled; given alone: on; "
+                            f"default: {compile_default})")
 
 
 def quant_kwargs(args: argparse.Namespace) -> dict:

@@ -20,6 +20,9 @@ from deltaserve.engine.server import ServerLimits, bind_socket, run_server, use_
 from deltaserve.errors import InvalidRequestError
 
 API_KEY_ENV = "DELTASERVE_API_KEY"
+# A server lives long enough for a compiled decode step to pay, and "auto" compiles it in the background and
+# keeps it only if it is faster (engine/background_compile.py); fix and eval keep EngineConfig's "off".
+SERVE_COMPILE_DECODE = "auto"
 EXAMPLES = """examples:
   deltaserve serve                # SmolLM2-135M on http://127.0.0.1:8000/v1
   deltaserve serve --model qwen2.5-coder-1.5b --threads 2
@@ -69,7 +72,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     eng.add_argument("--dtype", default=None, choices=["auto", "float32", "bfloat16", "float16"],
                      help="weights and KV cache dtype (default: auto, bfloat16 on GPU)")
     eng.add_argument("--device", default=None, help="auto, cpu, cuda, cuda:1, ... (default: auto)")
-    add_quant_options(eng)
+    add_quant_options(eng, compile_default=SERVE_COMPILE_DECODE)
     eng.add_argument("--threads", type=int, default=None, metavar="N",
                      help="CPU threads for torch (default: torch's; 1 is steadier on a busy machine)")
     eng.add_argument("--num-threads", type=int, dest="threads", help=argparse.SUPPRESS)  # the old spelling
@@ -120,7 +123,7 @@ def engine_kwargs(args: argparse.Namespace) -> dict:
     kwargs = {k: v for k, v in kwargs.items() if v is not None}
     if args.no_prefix_caching:
         kwargs["enable_prefix_caching"] = False
-    return {**kwargs, **kv_cache_kwargs(args), **quant_kwargs(args)}
+    return {"compile_decode": SERVE_COMPILE_DECODE, **kwargs, **kv_cache_kwargs(args), **quant_kwargs(args)}
 
 
 def run(args: argparse.Namespace) -> int:

@@ -51,7 +51,7 @@ VARIANTS = {
     "w8a8": {"dtype": "auto", "quant": "w8a8"},  # int8 weights and activations (fbgemm), the LM head int8
     "deterministic": {"deterministic": True},  # batch- and cache-invariant: float32, fixed summation orders
     "default": {},  # EngineConfig's choice for this machine (engine/quant.py: default_dtype, preferred_quant)
-    "compiled": {"compile_decode": True},  # default, batch-1 decode compiled (engine/compiled_decode.py)
+    "compiled": {"compile_decode": "on"},  # default, batch-1 decode compiled (engine/compiled_decode.py)
 }
 DEFAULT_MODELS = "smollm2-135m,qwen2.5-coder-1.5b"
 

@@ -58,17 +58,21 @@ def test_only_the_engine_options_given_reach_the_engine():
     def kwargs(*argv):
         return engine_kwargs(build_parser().parse_args(["serve", *argv]))
 
-    assert kwargs() == {}  # EngineConfig's defaults decide
+    # EngineConfig's defaults decide, but for the compiled decode step: a server lives long enough for it
+    server = {"compile_decode": "auto"}
+    assert kwargs() == server
+    assert kwargs("--compile-decode", "off") == {"compile_decode": "off"}
     assert kwargs("--no-speculative", "--no-prefix-caching") == {
-        "speculative": "off", "enable_prefix_caching": False}
+        **server, "speculative": "off", "enable_prefix_caching": False}
     assert kwargs("--speculative", "ngram", "--num-threads", "1", "--num-blocks", "64") == {
-        "speculative": "ngram", "num_threads": 1, "num_blocks": 64}
-    assert kwargs("--speculative", "suffix") == {"speculative": "suffix"}
+        **server, "speculative": "ngram", "num_threads": 1, "num_blocks": 64}
+    assert kwargs("--speculative", "suffix") == {**server, "speculative": "suffix"}
     assert kwargs("--kv-cache-dir", "/tmp/kv", "--kv-cache-max-gb", "0.5") == {
-        "kv_cache_dir": "/tmp/kv", "kv_cache_max_gb": 0.5}
-    assert kwargs("--allow-download") == {"allow_download": True}
-    assert kwargs("--quant", "int8") == {"quant": "int8"}
-    assert kwargs("--quant", "int4", "--quant-lm-head", "int8") == {"quant": "int4", "quant_lm_head": "int8"}
+        **server, "kv_cache_dir": "/tmp/kv", "kv_cache_max_gb": 0.5}
+    assert kwargs("--allow-download") == {**server, "allow_download": True}
+    assert kwargs("--quant", "int8") == {**server, "quant": "int8"}
+    assert kwargs("--quant", "int4", "--quant-lm-head", "int8") == {
+        **server, "quant": "int4", "quant_lm_head": "int8"}
 
 
 def test_fix_and_eval_agent_take_the_disk_tier_options():
@@ -85,7 +89,9 @@ def test_the_engine_commands_take_the_quant_options():
         given = build_parser().parse_args([*argv, "--quant", "none", "--quant-lm-head", "int4"])
         assert quant_kwargs(given) == {"quant": "none", "quant_lm_head": "int4"}
         compiled = build_parser().parse_args([*argv, "--compile-decode"])
-        assert quant_kwargs(compiled) == {"compile_decode": True}
+        assert quant_kwargs(compiled) == {"compile_decode": "on"}
+        background = build_parser().parse_args([*argv, "--compile-decode", "auto"])
+        assert quant_kwargs(background) == {"compile_decode": "auto"}
     with pytest.raises(SystemExit):
         build_parser().parse_args(["serve", "--quant", "int3"])
 

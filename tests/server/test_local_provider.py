@@ -96,7 +96,7 @@ def test_a_local_engines_numerics_are_there_for_evals_to_record(tiny_llama):
                                                                        **options))
     assert engine_numerics("local/tiny-deterministic") == {
         "dtype": "float32", "quant": "none", "attention": "deterministic", "deterministic": True,
-        "compile_decode": False}
+        "compile_decode": "off"}
     assert quant_kwargs(parser.parse_args([])) == {}  # unset: EngineConfig decides
     assert engine_numerics("openai/gpt-4o-mini") is None
 

@@ -1,0 +1,88 @@
+"""EngineConfig.compile_decode="auto": the batch-1 decode step compiled on a thread of its own while the
+engine decodes eagerly, then kept only if it wins a timed trial.
+
+A compile takes tens of seconds on 2 cores (a few with inductor's cache warm). On the step thread it would
+stall the first request; a server should start and answer as soon without it. So the compile traces a
+scratch step: one token in the pool's scratch block (KVCache.scratch_slot, never handed to a sequence), so no
+sequence's K/V is written, while the engine's own steps go on eagerly. Once it is ready, the next
+TRIAL_STEPS steps it accepts alternate compiled and eager, each timed on the step thread, and the compiled
+step is kept only if its median time is lower. Whether it pays depends on the CPU, the model and the threads
+(SmolLM2-135M on a 2-core EPYC: ~15% less time per token; the 1.5B model: ~20%; docs/benchmarks.md), so it
+is measured where it runs rather than assumed.
+
+The step thread never compiles: a step whose guards the compiled code does not pass runs eagerly
+(torch.compiler's "eager_on_recompile" stance).
+"""
+
+from __future__ import annotations
+
+import logging
+import statistics
+import threading
+import time
+from typing import Literal
+
+import torch
+
+from deltaserve.engine.compiled_decode import CompiledDecode
+from deltaserve.engine.forward_batch import ForwardBatch
+from deltaserve.engine.kv_cache import KVCache
+
+log = logging.getLogger(__name__)
+
+Phase = Literal["compiling", "trial", "adopted", "rejected", "failed"]
+TRIAL_STEPS = 16  # accepted steps after the compile: half compiled, half eager
+# A step whose guards the compiled code does not pass runs eagerly instead of compiling on the step thread
+# (the tests make it fail instead, to see that live steps pass the scratch step's guards).
+STEP_STANCE = "eager_on_recompile"
+
+
+class BackgroundCompiledDecode:
+    """CompiledDecode's counterpart for compile_decode="auto" (the same accepts / run)."""
+
+    def __init__(self, model, kv: KVCache, scratch: ForwardBatch):
+        self.compiled = CompiledDecode(model)
+        self.model = model
+        self.phase: Phase = "compiling"
+        self.trial: dict[bool, list[float]] = {True: [], False: []}  # compiled? -> seconds a step
+        self.thread = threading.Thread(target=self._compile, args=(scratch, kv), daemon=True,
+                                       name="deltaserve-compile-decode")
+        self.thread.start()
+
+    def _compile(self, scratch: ForwardBatch, kv: KVCache) -> None:
+        started = time.perf_counter()
+        with torch.inference_mode():
+            ok = self.compiled.run(scratch, kv) is not None  # a failure is logged by CompiledDecode
+        self.phase = "trial" if ok else "failed"
+        if ok:
+            log.info("decode step compiled in %.1f s (in the background); timing it against eager steps",
+                     time.perf_counter() - started)
+
+    def accepts(self, batch: ForwardBatch) -> bool:
+        return self.phase in ("trial", "adopted") and self.compiled.accepts(batch)
+
+    def run(self, batch: ForwardBatch, kv: KVCache) -> torch.Tensor | None:
+        """The step's logits; None when the compiled step failed (the caller runs the eager forward)."""
+        if self.phase == "adopted":
+            return self._compiled(batch, kv)
+        use_compiled = len(self.trial[True]) <= len(self.trial[False])
+        started = time.perf_counter()
+        logits = self._compiled(batch, kv) if use_compiled else self.model.forward(batch, kv)
+        if logits is not None:
+            self.trial[use_compiled].append(time.perf_counter() - started)  # the CPU is done: no sync
+            if len(self.trial[True]) + len(self.trial[False]) >= TRIAL_STEPS:
+                self._decide()
+        return logits
+
+    def _compiled(self, batch: ForwardBatch, kv: KVCache) -> torch.Tensor | None:
+        with torch.compiler.set_stance(STEP_STANCE):
+            logits = self.compiled.run(batch, kv)
+        if logits is None:
+            self.phase = "failed"
+        return logits
+
+    def _decide(self) -> None:
+        compiled, eager = (statistics.median(self.trial[c]) * 1e3 for c in (True, False))
+        self.phase = "adopted" if compiled < eager else "rejected"
+        log.info("compiled decode step %s: %.2f ms against %.2f eager (median of %d steps each)",
+                 self.phase, compiled, eager, len(self.trial[True]))

@@ -1,0 +1,66 @@
+"""Engine.from_pretrained builds on a thread that ends (engine/passing_thread.py): the caller's thread is left
+without an OpenMP pool, so a server's worker thread that steps the engine keeps the only one."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import threading
+import time
+
+import pytest
+import torch
+
+from deltaserve.engine.passing_thread import on_passing_thread
+
+# In a fresh process (this one's main thread has run parallel ops already): build an engine with 2 threads,
+# then count the threads the main thread's first parallel op starts.
+POOL_PROBE = """
+import os, sys, time, torch
+from deltaserve.engine import Engine
+
+def settled():  # the load thread's pool workers end just after it does
+    count, deadline = len(os.listdir("/proc/self/task")), time.monotonic() + 5
+    while time.monotonic() < deadline:
+        time.sleep(0.05)
+        now = len(os.listdir("/proc/self/task"))
+        if now == count:
+            return now
+        count = now
+    return count
+
+eng = Engine.from_pretrained(sys.argv[1], num_threads=2, num_blocks=32, speculative="off")
+before = settled()
+torch.ones(2**22).sum()  # a parallel region on the main thread
+print(settled() - before)
+"""
+
+
+def test_the_callers_thread_has_no_openmp_pool_after_a_build(tiny_llama):
+    if not os.path.isdir("/proc/self/task") or not torch.backends.openmp.is_available():
+        pytest.skip("needs Linux's /proc and an OpenMP torch")
+    env = {**os.environ, "HF_HUB_OFFLINE": "1", "OMP_NUM_THREADS": "2"}
+    out = subprocess.run([sys.executable, "-c", POOL_PROBE, str(tiny_llama)], capture_output=True, text=True,
+                         env=env, timeout=120)
+    assert out.returncode == 0, out.stderr[-2000:]
+    # one new worker: the main thread's first parallel region made its pool, so the build had left none
+    assert out.stdout.split()[-1] == "1", out.stdout
+
+
+def test_it_returns_what_the_build_returns_from_another_thread():
+    caller = threading.get_ident()
+    result = on_passing_thread(lambda: (threading.get_ident(), threading.current_thread().name))
+    assert result[0] != caller and result[1] == "deltaserve-load"
+
+
+def test_what_the_build_raises_is_raised_in_the_caller():
+    class BadModel(Exception):
+        pass
+
+    def build():
+        time.sleep(0.01)
+        raise BadModel("no such model")
+
+    with pytest.raises(BadModel, match="no such model"):
+        on_passing_thread(build)
