@@ -12,14 +12,21 @@ is measured where it runs rather than assumed.
 
 The step thread never compiles: a step whose guards the compiled code does not pass runs eagerly
 (torch.compiler's "eager_on_recompile" stance).
+
+A compile still running when the interpreter exits (a server stopped in its first seconds) is stopped first:
+at finalization Python ends a daemon thread that wants the GIL back with pthread_exit, and unwinding through
+torch's C++ frames then aborts the process ("terminate called without an active exception").
 """
 
 from __future__ import annotations
 
+import atexit
+import ctypes
 import logging
 import statistics
 import threading
 import time
+import weakref
 from typing import Literal
 
 import torch
@@ -32,9 +39,26 @@ log = logging.getLogger(__name__)
 
 Phase = Literal["compiling", "trial", "adopted", "rejected", "failed"]
 TRIAL_STEPS = 16  # accepted steps after the compile: half compiled, half eager
+EXIT_WAIT_S = 2.0  # how long exit waits for a stopped compile: a torch call in flight ends well within it
 # A step whose guards the compiled code does not pass runs eagerly instead of compiling on the step thread
 # (the tests make it fail instead, to see that live steps pass the scratch step's guards).
 STEP_STANCE = "eager_on_recompile"
+
+
+_compiling: weakref.WeakSet[threading.Thread] = weakref.WeakSet()
+
+
+@atexit.register
+def _stop_compiles() -> None:
+    """SystemExit raised in each compile still running, at its next Python line (dynamo and inductor are
+    mostly Python); a compile waiting on the C++ compiler, in no C++ frame of torch's, may exit as is."""
+    for thread in list(_compiling):
+        deadline = time.monotonic() + EXIT_WAIT_S
+        while thread.is_alive() and thread.ident is not None and time.monotonic() < deadline:
+            # again until it ends: a weakref callback it happens to be in swallows the exception
+            stop = ctypes.py_object(SystemExit)
+            ctypes.pythonapi.PyThreadState_SetAsyncExc(ctypes.c_ulong(thread.ident), stop)
+            thread.join(0.05)
 
 
 class BackgroundCompiledDecode:
@@ -47,6 +71,7 @@ class BackgroundCompiledDecode:
         self.trial: dict[bool, list[float]] = {True: [], False: []}  # compiled? -> seconds a step
         self.thread = threading.Thread(target=self._compile, args=(scratch, kv), daemon=True,
                                        name="deltaserve-compile-decode")
+        _compiling.add(self.thread)
         self.thread.start()
 
     def _compile(self, scratch: ForwardBatch, kv: KVCache) -> None:

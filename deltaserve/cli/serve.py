@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import logging
 import os
 import sys
 from pathlib import Path
@@ -61,7 +62,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     p.add_argument("--served-model-name", default=None, metavar="NAME",
                    help="the model id clients send (default: --model)")
     p.add_argument("--log-level", default="info", choices=["critical", "error", "warning", "info", "debug"],
-                   help="uvicorn's log level (default: %(default)s)")
+                   help="log level of uvicorn and of the engine (default: %(default)s)")
     p.add_argument("--api-key", default=os.environ.get(API_KEY_ENV) or None, metavar="KEY",
                    help="require `Authorization: Bearer KEY` on every request but /health (401 otherwise; "
                         f"default: ${API_KEY_ENV}, else none)")
@@ -159,12 +160,24 @@ def run(args: argparse.Namespace) -> int:
     except BaseException:  # EngineError and the rest: reported by the CLI's one handler
         sock.close()
         raise
+    show_engine_logs(args.log_level)
     port = sock.getsockname()[1]  # with --port 0, the one the system gave
     print(f"deltaserve: serving {args.served_model_name or engine.model_name} "
           f"(context {engine.max_model_len}) on http://{args.host}:{port}/v1", file=sys.stderr, flush=True)
     run_server(engine, args.host, args.port, served_model_name=args.served_model_name, limits=limits,
                log_level=args.log_level, sock=sock, api_key=args.api_key)
     return 0
+
+
+def show_engine_logs(level: str) -> None:
+    """The engine's own lines on stderr at --log-level, beside uvicorn's (e.g. whether the compiled decode
+    step won its trial); Python's default shows warnings only."""
+    logger = logging.getLogger("deltaserve")
+    if not logger.handlers:
+        handler = logging.StreamHandler()
+        handler.setFormatter(logging.Formatter("%(levelname)s:  %(name)s: %(message)s"))
+        logger.addHandler(handler)
+    logger.setLevel(level.upper())
 
 
 def _first_problem(exc) -> str:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import logging
 import socket
 
 import pytest
@@ -9,7 +10,7 @@ import pytest
 from deltaserve.cli import build_parser, main
 from deltaserve.cli.kv_options import kv_cache_kwargs
 from deltaserve.cli.quant_options import quant_kwargs
-from deltaserve.cli.serve import engine_kwargs
+from deltaserve.cli.serve import engine_kwargs, show_engine_logs
 from deltaserve.engine import EngineConfig
 
 
@@ -117,3 +118,18 @@ def test_api_key_comes_from_the_option_or_the_environment(monkeypatch):
     assert build_parser().parse_args(["serve", "--api-key", "k1"]).api_key == "k1"
     monkeypatch.setenv("DELTASERVE_API_KEY", "k2")
     assert build_parser().parse_args(["serve"]).api_key == "k2"
+
+
+def test_serve_shows_the_engines_own_log_lines(capsys):
+    logger = logging.getLogger("deltaserve")
+    try:
+        show_engine_logs("info")
+        logging.getLogger("deltaserve.engine.background_compile").info("compiled decode step adopted")
+        logging.getLogger("deltaserve.engine.weight_cache").debug("not at info")
+    finally:
+        for handler in list(logger.handlers):
+            logger.removeHandler(handler)
+        logger.setLevel(logging.NOTSET)
+    err = capsys.readouterr().err
+    assert "INFO:  deltaserve.engine.background_compile: compiled decode step adopted" in err
+    assert "not at info" not in err

@@ -5,7 +5,10 @@ compiled in the background, then kept only if it wins its trial."""
 from __future__ import annotations
 
 import gc
+import os
 import shutil
+import subprocess
+import sys
 import threading
 import time
 
@@ -176,3 +179,36 @@ def test_a_boolean_compile_decode_still_means_on_or_off():
 
 def test_auto_is_off_for_deterministic_attention(make_engine):
     assert make_engine(deterministic=True, compile_decode="auto").runner.compiled is None
+
+
+# In a fresh process: exit while the background compile is inside inductor. An exit hook registered before
+# the engine's (so it runs after them) reports whether the compile thread was still running at that point.
+EXIT_PROBE = """
+import atexit, sys, threading, time
+atexit.register(lambda: print("compile running at exit:", any(
+    t.name == "deltaserve-compile-decode" and t.is_alive() for t in threading.enumerate()), flush=True))
+from deltaserve.engine import Engine
+eng = Engine.from_pretrained(sys.argv[1], compile_decode="auto", num_blocks=32, dtype="float32")
+thread = eng.runner.compiled.thread
+
+def in_inductor():
+    frame = sys._current_frames().get(thread.ident)
+    while frame is not None and "_inductor" not in frame.f_code.co_filename:
+        frame = frame.f_back
+    return frame is not None
+
+deadline = time.monotonic() + 120
+while thread.is_alive() and not in_inductor() and time.monotonic() < deadline:
+    time.sleep(0.005)
+print("exiting while compiling:", thread.is_alive(), flush=True)
+"""
+
+
+@needs_compiler
+def test_exit_stops_a_background_compile_first(tiny_llama, tmp_path):
+    env = {**os.environ, "HF_HUB_OFFLINE": "1", "TORCHINDUCTOR_CACHE_DIR": str(tmp_path / "inductor")}
+    out = subprocess.run([sys.executable, "-c", EXIT_PROBE, str(tiny_llama)], capture_output=True, text=True,
+                         env=env, timeout=300)
+    assert out.returncode == 0, out.stderr[-3000:]
+    assert "exiting while compiling: True" in out.stdout  # cold cache: it was compiling
+    assert "compile running at exit: False" in out.stdout, out.stdout
