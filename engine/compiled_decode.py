@@ -17,6 +17,7 @@ why it is opt-in. A compile that fails logs why and leaves decode eager.
 
 from __future__ import annotations
 
+import contextlib
 import itertools
 import logging
 import weakref
@@ -98,6 +99,10 @@ class CompiledDecode:
         self.model = model
         self.forward = torch.compile(model._forward, fullgraph=True, dynamic=False, options=COMPILE_OPTIONS)
         self.failed = False
+
+    def stepping(self) -> contextlib.AbstractContextManager:
+        """Around each step's forward (background_compile.py's waits on it; nothing here)."""
+        return contextlib.nullcontext()
 
     @staticmethod
     def takes(batch: ForwardBatch) -> bool:

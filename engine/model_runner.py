@@ -5,6 +5,7 @@ where the host waits for the device in a step.
 
 from __future__ import annotations
 
+import contextlib
 from typing import Literal
 
 import torch
@@ -69,7 +70,8 @@ class ModelRunner:
 
     def logits(self, spans: list[Span]) -> torch.Tensor:
         """Float32 logits [R, vocab] of every span's wanted rows, in order (no sampling)."""
-        with torch.inference_mode():
+        stepping = self.compiled.stepping() if self.compiled is not None else contextlib.nullcontext()
+        with torch.inference_mode(), stepping:
             if self.graphs is not None and self.graphs.accepts(spans):
                 logits = self.graphs.run(spans)
                 if logits is not None:

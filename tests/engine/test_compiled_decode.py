@@ -153,6 +153,19 @@ def test_auto_compiles_off_the_step_thread_without_touching_a_sequences_kv(make_
 
 
 @needs_compiler
+def test_auto_compiles_only_while_the_engine_is_idle(make_engine):
+    eng = make_engine(quant="w8a8", compile_decode="auto")
+    compiled = eng.runner.compiled
+    with compiled.stepping():  # a long step: the compile parks at its next check
+        time.sleep(0.5)
+        parked = compiled._calls
+        time.sleep(1.0)
+        assert compiled._calls == parked and compiled.phase == "compiling"
+    _background(eng)  # and goes on once the step is over
+    assert compiled._calls > parked
+
+
+@needs_compiler
 @pytest.mark.parametrize(("slow_side", "kept"), [("compiled", "rejected"), ("eager", "adopted")])
 def test_auto_keeps_the_compiled_step_only_when_it_is_faster(make_engine, slow_side, kept):
     params = SamplingParams(max_tokens=bc.TRIAL_STEPS + 8, temperature=0.0, ignore_eos=True)
