@@ -38,8 +38,9 @@ def add_quant_options(group, compile_default: str = default(EngineConfig, "compi
                        help="batch-1 decode steps through torch.compile on CPU, the small ops between the "
                             "matmuls fused (SmolLM2-135M: ~15%% less time per token): on = the first decode "
                             "step compiles (tens of seconds on 2 cores; a few once inductor's cache holds "
-                            "it); auto = a background thread compiles while decoding goes on eagerly, and "
-                            "the compiled step is kept only if it is faster when timed against eager steps; "
+                            "it); auto = a background thread compiles in the engine's idle time while "
+                            "decoding goes on eagerly, and the compiled step is kept only if it is faster "
+                            "when timed against eager steps; "
                             "nothing off CPU (bench engine --ours default,compiled; given alone: on; "
                             f"default: {compile_default})")
 
