@@ -1,4 +1,5 @@
-"""Batch-1 decode steps through torch.compile on CPU (EngineConfig.compile_decode; off by default).
+"""Batch-1 decode steps through torch.compile on CPU (EngineConfig.compile_decode "on"; "auto" compiles it in
+the background, engine/background_compile.py).
 
 A batch-1 decode step of a small model is mostly small ops: SmolLM2-135M runs ~20 of them per layer around its
 four matmuls, each a few microseconds of dispatch, ~2.5 ms of its ~10 ms token on a 2-core EPYC. Inductor
@@ -11,8 +12,8 @@ a model dropped is not kept alive by it.
 
 Only steps whose attention plan reads the context as one view of the pool (CpuAttentionPlan.decode_view) go
 through the compiled forward; the context length is a dynamic size, so growing contexts do not recompile.
-The first such step compiles (tens of seconds on 2 cores; a few with inductor's on-disk cache warm): that is
-why it is opt-in. A compile that fails logs why and leaves decode eager.
+With "on" the first such step compiles (tens of seconds on 2 cores; a few with inductor's on-disk cache
+warm). A compile that fails logs why and leaves decode eager.
 """
 
 from __future__ import annotations

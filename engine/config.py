@@ -9,6 +9,7 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator, model_valida
 SpeculativeMethod = Literal["ngram", "suffix", "off"]
 SPECULATIVE_METHODS: tuple[str, ...] = get_args(SpeculativeMethod)
 DEFAULT_SPECULATIVE: SpeculativeMethod = "ngram"
+CompileDecode = Literal["off", "on", "auto"]  # engine/compiled_decode.py, engine/background_compile.py
 
 
 class EngineConfig(BaseModel):
@@ -48,7 +49,7 @@ class EngineConfig(BaseModel):
     # compiles while the steps run eagerly, and the compiled step is kept only if it wins a timed trial
     # (engine/background_compile.py); nothing off CPU, where CUDA graphs do this. "off" by default here (a
     # one-shot run saves less than a compile costs); `deltaserve serve` defaults to "auto".
-    compile_decode: Literal["off", "on", "auto"] = "off"
+    compile_decode: CompileDecode = "off"
 
     # Paged KV cache: num_blocks wins over kv_cache_memory_mb; both None -> a device-dependent default.
     block_size: int = Field(default=16, ge=1, le=1024)

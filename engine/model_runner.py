@@ -6,13 +6,13 @@ where the host waits for the device in a step.
 from __future__ import annotations
 
 import contextlib
-from typing import Literal
 
 import torch
 
 from deltaserve.engine.attention import Attention, AttentionBackend
 from deltaserve.engine.background_compile import BackgroundCompiledDecode
 from deltaserve.engine.compiled_decode import CompiledDecode
+from deltaserve.engine.config import CompileDecode
 from deltaserve.engine.decode_graphs import DecodeGraphs
 from deltaserve.engine.forward_batch import ForwardBatch, Span, flatten
 from deltaserve.engine.kv_cache import KVCache
@@ -20,7 +20,6 @@ from deltaserve.engine.model import LlamaModel
 from deltaserve.engine.sampler import Sampled, SamplingBatch, SamplingParams, sample_rows
 from deltaserve.engine.staging import to_device
 
-CompileDecode = Literal["off", "on", "auto"]  # EngineConfig.compile_decode
 # BLAS runs one kernel for this many rows and more (measured here, float32 on an AVX-512 CPU: 1-15 rows took
 # other paths, whose per-row results differ from the many-row kernel's)
 DETERMINISTIC_MIN_ROWS = 16
