@@ -7,9 +7,9 @@ The only harness module that imports the engine. It keeps the process-wide regis
 
 from __future__ import annotations
 
-import asyncio
 import threading
-from collections.abc import Iterator
+from collections.abc import AsyncIterator, Iterator
+from functools import partial
 from typing import Any
 
 import litellm
@@ -20,6 +20,7 @@ from transformers import AutoTokenizer
 
 from deltaserve.engine import Engine, SamplingParams
 from deltaserve.engine.model_source import tokenizer_dir
+from deltaserve.engine.passing_thread import awaited_on_passing_thread, iterated_on_passing_thread
 from deltaserve.engine.server.openai_protocol import (
     Prediction,
     ResponseFormat,
@@ -280,16 +281,13 @@ class LocalEngineLLM(CustomLLM):
                 chunk["provider_specific_fields"] = {"metrics": metrics}
             yield chunk
 
+    # Each async request steps the engine on a thread of its own that ends with it: an executor's threads
+    # persist, and each one that stepped would keep an OpenMP pool (engine/passing_thread.py).
     async def acompletion(self, *args: Any, **kwargs: Any) -> ModelResponse:
-        return await asyncio.to_thread(self.completion, *args, **kwargs)
+        return await awaited_on_passing_thread(partial(self.completion, *args, **kwargs))
 
-    async def astreaming(self, *args: Any, **kwargs: Any):
-        chunks = self.streaming(*args, **kwargs)
-        try:
-            while (chunk := await asyncio.to_thread(next, chunks, None)) is not None:
-                yield chunk
-        finally:
-            await asyncio.to_thread(chunks.close)
+    def astreaming(self, *args: Any, **kwargs: Any) -> AsyncIterator[dict]:
+        return iterated_on_passing_thread(partial(self.streaming, *args, **kwargs))
 
 
 _local_llm = LocalEngineLLM()

@@ -3,6 +3,7 @@ without an OpenMP pool, so a server's worker thread that steps the engine keeps 
 
 from __future__ import annotations
 
+import asyncio
 import os
 import subprocess
 import sys
@@ -12,7 +13,11 @@ import time
 import pytest
 import torch
 
-from deltaserve.engine.passing_thread import on_passing_thread
+from deltaserve.engine.passing_thread import (
+    awaited_on_passing_thread,
+    iterated_on_passing_thread,
+    on_passing_thread,
+)
 
 # In a fresh process (this one's main thread has run parallel ops already): build an engine with 2 threads,
 # then count the threads the main thread's first parallel op starts.
@@ -64,3 +69,53 @@ def test_what_the_build_raises_is_raised_in_the_caller():
 
     with pytest.raises(BadModel, match="no such model"):
         on_passing_thread(build)
+
+
+def test_an_iterator_on_a_passing_thread_hands_over_its_items_and_what_it_raises():
+    def items():
+        yield threading.current_thread().name
+        yield 2
+        raise ValueError("bad request")
+
+    async def read():
+        got = []
+        with pytest.raises(ValueError, match="bad request"):
+            async for item in iterated_on_passing_thread(items):
+                got.append(item)
+        return got
+
+    assert asyncio.run(read()) == ["deltaserve-request", 2]
+
+
+def test_a_reader_that_stops_has_the_iterator_closed_on_its_own_thread():
+    closed_on: list[str] = []
+    producer_may_go = threading.Event()
+
+    def items():
+        try:
+            for i in range(1000):
+                yield i
+                producer_may_go.wait(5)
+        finally:
+            closed_on.append(threading.current_thread().name)
+
+    async def read_one():
+        stream = iterated_on_passing_thread(items)
+        first = await stream.__anext__()
+        producer_may_go.set()
+        await stream.aclose()  # returns once the producer has closed its iterator and ended
+        return first
+
+    assert asyncio.run(read_one()) == 0
+    assert closed_on == ["deltaserve-request"]
+
+
+def test_awaited_work_runs_on_a_thread_that_ends():
+    threads = []
+
+    def work():
+        threads.append(threading.current_thread())
+        return 7
+
+    assert asyncio.run(awaited_on_passing_thread(work)) == 7
+    assert threads[0].name == "deltaserve-request" and not threads[0].is_alive()

@@ -116,3 +116,51 @@ def test_local_takes_structured_outputs_as_the_server_does(server, local_tiny):
     assert json_reply.text.startswith("{")
     with pytest.raises(litellm.BadRequestError):
         complete(local_tiny, MESSAGES, max_tokens=4, extra_body={"structured_outputs": {"regex": "(x"}})
+
+
+def test_async_requests_step_the_engine_on_threads_that_end(local_tiny, monkeypatch):
+    """Each acompletion / async stream steps the engine on a thread of its own that ends with it: an executor
+    thread would persist and keep an OpenMP pool of its own (engine/passing_thread.py)."""
+    import threading
+
+    eng = local_engine("tiny")
+    stepped_on: set[threading.Thread] = set()
+    step = eng.step
+
+    def recorded_step():
+        stepped_on.add(threading.current_thread())
+        return step()
+
+    monkeypatch.setattr(eng, "step", recorded_step)
+
+    async def requests():
+        whole = await litellm.acompletion(model=local_tiny, messages=MESSAGES, max_tokens=4, ignore_eos=True)
+        stream = await litellm.acompletion(model=local_tiny, messages=MESSAGES, max_tokens=4, ignore_eos=True,
+                                           stream=True)
+        text = "".join([c.choices[0].delta.content or "" async for c in stream if c.choices])
+        return whole.choices[0].message.content, text
+
+    whole, streamed = asyncio.run(requests())
+    assert whole == streamed
+    assert len(stepped_on) == 2 and threading.main_thread() not in stepped_on
+    assert not any(thread.is_alive() for thread in stepped_on)
+
+
+def test_an_abandoned_async_stream_frees_its_blocks_and_errors_reach_the_caller(local_tiny):
+    async def abandon():
+        stream = await litellm.acompletion(model=local_tiny, messages=MESSAGES, max_tokens=500,
+                                           ignore_eos=True, stream=True)
+        chunks = stream.completion_stream
+        await chunks.__anext__()
+        await chunks.aclose()  # the caller stops reading: the request is aborted on its own thread
+
+    asyncio.run(abandon())
+    stats = local_engine("tiny").stats()
+    assert stats.blocks_in_use == 0 and stats.num_running == 0
+
+    async def too_long():
+        too_long_prompt = [{"role": "user", "content": "word " * 3000}]
+        return await litellm.acompletion(model=local_tiny, messages=too_long_prompt, max_tokens=2)
+
+    with pytest.raises(litellm.BadRequestError, match="context"):
+        asyncio.run(too_long())
