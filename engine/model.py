@@ -24,7 +24,6 @@ from deltaserve.engine.packing import Packer
 from deltaserve.engine.quant import (
     HeadQuant,
     QuantMode,
-    fast_bf16,
     head_quant_for,
     linear_from_parts,
     linear_input_dtype,
@@ -179,9 +178,6 @@ class LlamaModel:
         # (FP32_KV_MAX_HEAD_DIM), else `dtype`
         small_heads = self.head_dim <= FP32_KV_MAX_HEAD_DIM and self.device.type == "cpu"
         self.kv_dtype = torch.float32 if self.layer_dtype == torch.float32 and small_heads else dtype
-        # ...whose prefill attention still runs in bf16 where bf16 matmuls are native (AttentionShape)
-        bf16_prefill = self.kv_dtype == torch.float32 and dtype == torch.bfloat16 and fast_bf16(self.device)
-        self.long_span_dtype = torch.bfloat16 if bf16_prefill else None
         self.cos, self.sin = rope_tables(c, self.head_dim, max_positions, self.layer_dtype, self.device)
         self.max_positions = max_positions
 
@@ -241,8 +237,7 @@ class LlamaModel:
 
     @property
     def attention_shape(self) -> AttentionShape:
-        return AttentionShape(self.num_heads, self.num_kv_heads, self.head_dim, self.sliding_window,
-                              self.long_span_dtype)
+        return AttentionShape(self.num_heads, self.num_kv_heads, self.head_dim, self.sliding_window)
 
     # ---- the forward pass ----
 

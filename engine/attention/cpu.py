@@ -138,7 +138,7 @@ class CpuAttentionPlan:
                v_cache: torch.Tensor) -> torch.Tensor:
         """Attention output [T, heads * head_dim] of the flat batch's queries q [T, heads, head_dim]; k, v:
         this step's new K/V [T, kv_heads, head_dim] (already written into k_cache / v_cache)."""
-        nh, hd = self.shape.num_heads, self.shape.head_dim
+        nh, hd, nkv = self.shape.num_heads, self.shape.head_dim, self.shape.num_kv_heads
         if self.decode_view is not None:  # _one_token_attention's view case, without its Python around it
             start, keys = self.decode_view
             return one_query_attention(q, k_cache.narrow(1, start, keys), v_cache.narrow(1, start, keys))
@@ -146,13 +146,16 @@ class CpuAttentionPlan:
         out = None if self.identity_output else q.new_empty(total, nh * hd)
         for g in self.groups:
             if g.kv_index is None:  # fresh prompt span: its own K/V, causal (CPU flash kernel)
-                rows = g.token_index
-                o = self._long_span_attention(q[rows], k[rows].transpose(0, 1), v[rows].transpose(0, 1),
-                                              is_causal=True)
+                o = F.scaled_dot_product_attention(
+                    q[g.token_index].transpose(0, 1)[None], k[g.token_index].transpose(0, 1)[None],
+                    v[g.token_index].transpose(0, 1)[None], is_causal=True, scale=1.0, enable_gqa=nh != nkv,
+                ).transpose(1, 2).reshape(g.batch * g.qmax, nh * hd)
             elif g.mask is not None and g.mask.dtype == torch.bool:  # a long span over cached context
                 kv_idx = g.kv_index[0]
-                o = self._long_span_attention(q[g.token_index], k_cache.index_select(1, kv_idx),
-                                              v_cache.index_select(1, kv_idx), attn_mask=g.mask)
+                o = F.scaled_dot_product_attention(
+                    q[g.token_index].transpose(0, 1)[None], k_cache.index_select(1, kv_idx)[None],
+                    v_cache.index_select(1, kv_idx)[None], attn_mask=g.mask, scale=1.0, enable_gqa=nh != nkv,
+                ).transpose(1, 2).reshape(g.qmax, nh * hd)
             else:
                 o = self._paged_attention(q, k_cache, v_cache, g, out is None)
             if out is None:
@@ -165,16 +168,6 @@ class CpuAttentionPlan:
                 src, dest = g.scatter
                 out.index_copy_(0, dest, o.index_select(0, src))
         return out
-
-    def _long_span_attention(self, q: torch.Tensor, k: torch.Tensor, v: torch.Tensor,
-                             **sdpa: object) -> torch.Tensor:
-        """SDPA of one long span: q [T, heads, head_dim] against k, v [kv_heads, keys, head_dim], computed in
-        the shape's long_span_dtype where it has one; out [T, heads * head_dim] in q's dtype."""
-        nh, nkv = self.shape.num_heads, self.shape.num_kv_heads
-        dtype = self.shape.long_span_dtype or q.dtype
-        o = F.scaled_dot_product_attention(q.transpose(0, 1)[None].to(dtype), k[None].to(dtype),
-                                           v[None].to(dtype), scale=1.0, enable_gqa=nh != nkv, **sdpa)
-        return o.transpose(1, 2).reshape(q.shape[0], nh * self.shape.head_dim).to(q.dtype)
 
     def _paged_attention(self, q, k_cache, v_cache, g: AttnGroup, identity: bool) -> torch.Tensor:
         """Spans attending to their cached context, read through the slots in g.kv_index: two matmuls and a
