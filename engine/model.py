@@ -32,9 +32,12 @@ from deltaserve.engine.quant import (
 from deltaserve.engine.weight_cache import ConvertedWeights, Scoped, converted_weights
 
 SUPPORTED_ARCHS = ("llama", "mistral", "qwen2", "qwen3")
-# Float32 K/V (where the linears' outputs are float32: w8a8 on CPU) up to this head_dim: CPU SDPA over a bf16
-# cache took 1.35x the time of a float32 one for SmolLM2-135M's 64-dim heads at 2,000 keys, 1.08x for the
-# 1.5B model's 128-dim ones (1 thread, 2-core EPYC), where float32 would double the KV memory for ~nothing
+# Float32 K/V (where the linears' outputs are float32: w8a8 on CPU) up to this head_dim, on CPUs without AMX:
+# there CPU SDPA over a bf16 cache took 1.35x the time of a float32 one for SmolLM2-135M's 64-dim heads at
+# 2,000 keys, 1.08x for the 1.5B model's 128-dim ones (1 thread, 2-core EPYC), where float32 would double the
+# KV memory for ~nothing. With AMX, torch's attention kernels run bf16 on its tiles and a bf16 cache is
+# read in half the bytes: SmolLM2-135M decoded at 23.3 against 25.6 ms a token at 2,000 keys, and its
+# 2,000-token prefill's causal kernel took a third of float32's time (2 threads, 2-core Xeon with AMX).
 FP32_KV_MAX_HEAD_DIM = 64
 # A longer pass (a prefill chunk) runs its MLP this many rows at a time, so its intermediates stay small: the
 # 1.5B model's gate/up output in float32 is 147 MB at 2,048 rows, 37 MB at 512 (peak memory of a 2,000-token
@@ -130,6 +133,12 @@ class Layer:
     __slots__ = ("in_norm", "qkv", "qk_norm", "o", "post_norm", "gu", "down")
 
 
+def cpu_has_amx() -> bool:
+    """This CPU has AMX tiles, which torch's CPU attention kernels use for bf16 (oneDNN's brgemm)."""
+    has_amx = getattr(torch.cpu, "_is_amx_tile_supported", None)  # torch's own check; private, so guarded
+    return bool(has_amx and has_amx())
+
+
 class LlamaModel:
     """Weights as plain tensors and linear callables (engine/linear.py, engine/quant.py), and a forward
     pass that is just a loop over layers. `quant` stores the projections int4/int8, `head_quant` the LM
@@ -175,9 +184,10 @@ class LlamaModel:
         self.head_dtype = linear_input_dtype([self.lm_head], dtype)
         self._norms_to(self.act_dtype, self.layer_dtype)
         # the KV cache: float32 where the layers hand attention float32 anyway and bf16 attention is slow
-        # (FP32_KV_MAX_HEAD_DIM), else `dtype`
-        small_heads = self.head_dim <= FP32_KV_MAX_HEAD_DIM and self.device.type == "cpu"
-        self.kv_dtype = torch.float32 if self.layer_dtype == torch.float32 and small_heads else dtype
+        # (FP32_KV_MAX_HEAD_DIM: small heads on a CPU without AMX), else `dtype`
+        slow_bf16_heads = (self.head_dim <= FP32_KV_MAX_HEAD_DIM and self.device.type == "cpu"
+                           and not cpu_has_amx())
+        self.kv_dtype = torch.float32 if self.layer_dtype == torch.float32 and slow_bf16_heads else dtype
         self.cos, self.sin = rope_tables(c, self.head_dim, max_positions, self.layer_dtype, self.device)
         self.max_positions = max_positions
 

@@ -13,8 +13,9 @@ from safetensors.torch import load_file, save_file
 from transformers import AutoModelForCausalLM
 
 from deltaserve.engine import Engine, EngineConfig, EngineError, SamplingParams
+from deltaserve.engine import model as model_module
 from deltaserve.engine.linear import DenseLinear
-from deltaserve.engine.model import FP32_KV_MAX_HEAD_DIM
+from deltaserve.engine.model import FP32_KV_MAX_HEAD_DIM, cpu_has_amx
 from deltaserve.engine.quant import (
     QuantizedLinear,
     default_dtype,
@@ -357,7 +358,8 @@ def test_packed_weight_calls_change_nothing_but_the_overhead(rows):
 def test_quantized_cpu_models_keep_the_residual_stream_in_float32(tiny_model_dirs, quant):
     """Quantized on CPU, the residual stream and its norms are float32 and each linear gets its kernel's input
     dtype (fbgemm's float32, the int4 kernel's bf16); the KV cache is float32 where the linears hand attention
-    float32 and the heads are small (w8a8 here), else bf16; unquantized bf16 stays bf16 (HF's numerics)."""
+    float32 and the heads are small (w8a8 here) on a CPU without AMX, else bf16; unquantized bf16 stays bf16
+    (HF's numerics)."""
     if quant == "w8a8" and not dynamic_int8_works():
         pytest.skip("fbgemm does not run here")
     eng = Engine.from_pretrained(str(tiny_model_dirs["qwen2"]), dtype="bfloat16", quant=quant, num_blocks=16,
@@ -368,6 +370,21 @@ def test_quantized_cpu_models_keep_the_residual_stream_in_float32(tiny_model_dir
                                             "none": (torch.bfloat16, torch.bfloat16)}[quant]
     assert m.layers[0].in_norm.dtype == m.final_norm.dtype == m.act_dtype
     assert m.head_dim <= FP32_KV_MAX_HEAD_DIM
-    assert eng.kv.k_blocks.dtype == m.kv_dtype == (torch.float32 if quant == "w8a8" else torch.bfloat16)
+    float32_kv = quant == "w8a8" and not cpu_has_amx()
+    assert eng.kv.k_blocks.dtype == m.kv_dtype == (torch.float32 if float32_kv else torch.bfloat16)
+    out = eng.generate(list(range(5, 30)), SamplingParams(max_tokens=6, ignore_eos=True))[0]
+    assert len(out.token_ids) == 6
+
+
+@pytest.mark.parametrize("amx", [False, True], ids=["without AMX", "with AMX"])
+def test_small_heads_keep_a_float32_cache_only_on_cpus_without_amx(tiny_model_dirs, monkeypatch, amx):
+    """AMX runs torch's bf16 attention on its tiles, so there a bf16 cache (half the bytes to read) wins;
+    without it bf16 attention over small heads is the slower one."""
+    if not dynamic_int8_works():
+        pytest.skip("fbgemm does not run here")
+    monkeypatch.setattr(model_module, "cpu_has_amx", lambda: amx)
+    eng = Engine.from_pretrained(str(tiny_model_dirs["qwen2"]), dtype="bfloat16", quant="w8a8", num_blocks=16,
+                                 speculative=False, device="cpu")
+    assert eng.model.kv_dtype == (torch.bfloat16 if amx else torch.float32)
     out = eng.generate(list(range(5, 30)), SamplingParams(max_tokens=6, ignore_eos=True))[0]
     assert len(out.token_ids) == 6
