@@ -206,8 +206,9 @@ def dynamic_int8_mm(x: torch.Tensor, packed, row_sums: torch.Tensor,
 
 def _grid_mm(x: torch.Tensor, parts, row_sums: torch.Tensor) -> torch.Tensor:
     """dynamic_int8_mm's many-row path, float32 out; x in any float dtype (the arithmetic is float32)."""
-    lo, hi = x.aminmax(dim=-1, keepdim=True)
-    lo, hi = lo.float(), hi.float()
+    # two reductions, not aminmax: over the last dim it took 5-10x their time (256 rows of 576 / 8,960: 121 /
+    # 1,745 us against 17 / 336; 2-core Xeon, torch 2.13)
+    lo, hi = x.amin(-1, keepdim=True).float(), x.amax(-1, keepdim=True).float()
     step = ((hi.clamp_(min=0) - lo.clamp_(max=0)) / 255).clamp_(min=torch.finfo(torch.float32).tiny)
     lo = (lo / step).round_().mul_(step)  # zero on the grid, as fbgemm's own choice of range puts it
     span = 255 * step
