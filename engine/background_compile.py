@@ -108,9 +108,13 @@ class BackgroundCompiledDecode:
             while self.in_step or time.monotonic() - self.last_step < IDLE_S:
                 time.sleep(IDLE_S)
 
+    def stepping(self) -> contextlib.AbstractContextManager:
+        """Around each step's forward (ModelRunner.logits): while the compile runs, it waits meanwhile and
+        IDLE_S after; once it is done, nothing is added to the step."""
+        return self._marked_step() if self.phase == "compiling" else contextlib.nullcontext()
+
     @contextlib.contextmanager
-    def stepping(self) -> Iterator[None]:
-        """Around each step's forward (ModelRunner.logits): the compile waits meanwhile, and IDLE_S after."""
+    def _marked_step(self) -> Iterator[None]:
         self.in_step = True
         try:
             yield

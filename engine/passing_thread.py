@@ -19,7 +19,7 @@ from collections.abc import AsyncIterator, Callable, Iterator
 from typing import TypeVar
 
 T = TypeVar("T")
-_END = object()  # the producer's last item: its iterator is exhausted or failed
+_END = object()  # the producer's last item: its iterator is exhausted, stopped or failed
 
 
 def on_passing_thread(build: Callable[[], T], name: str = "deltaserve-load") -> T:
@@ -57,21 +57,21 @@ async def iterated_on_passing_thread(make: Callable[[], Iterator[T]],
     stop = threading.Event()
 
     def produce() -> None:
+        failure = None
         try:
             items = make()
             try:
                 for item in items:
                     handoff.put((item, None))
                     if stop.is_set():
-                        return
+                        break
             finally:
                 close = getattr(items, "close", None)
                 if close is not None:
                     close()
         except BaseException as exc:  # raised in the reader
-            handoff.put((_END, exc))
-        finally:
-            handoff.put((_END, None))
+            failure = exc
+        handoff.put((_END, failure))
 
     thread = threading.Thread(target=produce, name=name, daemon=True)
     thread.start()
