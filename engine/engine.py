@@ -40,7 +40,7 @@ from deltaserve.engine.model_runner import ModelRunner
 from deltaserve.engine.outputs import DraftCounts, EngineStats, RequestOutput, TokenLogprob, add_drafts
 from deltaserve.engine.passing_thread import on_passing_thread
 from deltaserve.engine.prefix_cache import BlockManager
-from deltaserve.engine.quant import default_dtype, resolve_quant
+from deltaserve.engine.quant import QuantMode, default_dtype, resolve_quant
 from deltaserve.engine.sampler import Sampled, SamplingBatch, SamplingParams, position_generator, request_seed
 from deltaserve.engine.scheduler import ScheduledSpan, Scheduler
 from deltaserve.engine.sequence import Sequence, Status
@@ -68,20 +68,26 @@ def _counted(rows: list[tuple[Sequence, int]]) -> list[list[int]] | None:
     return [seq.output_token_ids + seq.draft_token_ids[:j] if seq.params.penalized else [] for seq, j in rows]
 
 
+def resolve_precision(config: EngineConfig) -> tuple[torch.device, torch.dtype, QuantMode]:
+    """The device, dtype and quantization `config` comes to on this machine (probing the CPU's kernels)."""
+    device = torch.device(
+        ("cuda" if torch.cuda.is_available() else "cpu") if config.device == "auto" else config.device
+    )
+    dtype = default_dtype(device) if config.dtype == "auto" else DTYPES[config.dtype]
+    return device, dtype, resolve_quant(config.quant, device, dtype, dtype_chosen=config.dtype == "auto")
+
+
 class Engine:
-    def __init__(self, loaded: LoadedModel, config: EngineConfig):
+    def __init__(self, loaded: LoadedModel, config: EngineConfig,
+                 precision: tuple[torch.device, torch.dtype, QuantMode] | None = None):
         self.config = config
         self.model_name = loaded.name
         self.hf_config = loaded.hf_config
-        self.device = torch.device(
-            ("cuda" if torch.cuda.is_available() else "cpu") if config.device == "auto" else config.device
-        )
-        self.dtype = default_dtype(self.device) if config.dtype == "auto" else DTYPES[config.dtype]
+        self.device, self.dtype, self.quant = precision or resolve_precision(config)
         if config.num_threads:
             torch.set_num_threads(config.num_threads)
 
         max_positions = max_positions_for(loaded.hf_config, config.max_model_len)
-        self.quant = resolve_quant(config.quant, self.device, self.dtype, dtype_chosen=config.dtype == "auto")
         self.model = LlamaModel(loaded.hf_config, loaded.weights, self.dtype, self.device, max_positions,
                                 self.quant, config.quant_group_size, config.quant_lm_head)
         loaded.weights = {}  # the model holds its own (fused, cast) copies
@@ -126,8 +132,15 @@ class Engine:
         cfg = config.pop("config", None) or EngineConfig(model=str(name_or_path), **config)
         if cfg.num_threads:  # for this thread too: each thread takes torch's thread count when it first runs
             torch.set_num_threads(cfg.num_threads)
+
+        def load() -> Engine:
+            # the precision first: its probes take milliseconds alone, but ~0.9 s of waits for the GIL
+            # beside the tokenizer's thread that load_model starts (the 1.5B model's second start, 2 cores)
+            precision = resolve_precision(cfg)
+            return cls(load_model(cfg.model, cfg.allow_download), cfg, precision)
+
         # loaded on a thread that ends: the thread that steps the engine keeps the only OpenMP pool
-        return on_passing_thread(lambda: cls(load_model(cfg.model, cfg.allow_download), cfg))
+        return on_passing_thread(load)
 
     # ---- requests ----
 

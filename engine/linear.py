@@ -6,6 +6,8 @@ projection, so dense and quantized layers (engine/quant.py) are interchangeable.
 
 from __future__ import annotations
 
+import functools
+
 import torch
 import torch.nn.functional as F
 
@@ -24,8 +26,10 @@ def can_prepack(dtype: torch.dtype, device: torch.device) -> bool:
         return False
 
 
+@functools.cache
 def prepack_works(dtype: torch.dtype, device: torch.device) -> bool:
-    """can_prepack, and this build really runs a prepacked matmul (some builds report support but fail)."""
+    """can_prepack, and this build really runs a prepacked matmul (some builds report support but fail);
+    asked once a process (each engine asks twice: its dtype, its model's packing)."""
     if not can_prepack(dtype, device):
         return False
     try:

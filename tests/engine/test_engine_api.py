@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import threading
+
 import pytest
 
 import deltaserve.engine.engine as engine_module
@@ -163,6 +165,22 @@ def test_unknown_model_names_accepted_forms(tmp_path):
     (tmp_path / "empty").mkdir()
     with pytest.raises(ModelNotFoundError, match="config.json"):
         Engine.from_pretrained(str(tmp_path / "empty"))
+
+
+def test_precision_is_probed_before_the_tokenizer_thread_starts(make_engine, monkeypatch):
+    """The CPU probes (dtype, quantization) take milliseconds alone but waited ~0.9 s for the GIL beside the
+    tokenizer's loading thread on the 1.5B model's start: from_pretrained resolves them before it starts."""
+    seen: list[list[str]] = []
+    real = engine_module.resolve_precision
+
+    def probing(config):
+        seen.append([t.name for t in threading.enumerate()])
+        return real(config)
+
+    monkeypatch.setattr(engine_module, "resolve_precision", probing)
+    eng = make_engine()
+    assert len(seen) == 1 and not any(name.startswith("tokenizer") for name in seen[0])
+    assert (eng.device, eng.dtype, eng.quant) == real(eng.config)
 
 
 def test_one_failing_request_does_not_take_down_the_batch(make_engine, monkeypatch):
