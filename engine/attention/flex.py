@@ -7,8 +7,11 @@ mask over (row, slot): the row's span owns the slot's page at logical index i (a
 where the page is not the span's; a page shared through the prefix cache is listed by each span using it),
 and the key's position i * block_size + offset is causal (and inside the sliding window) for the row. The
 block mask lists, per block of QUERY_BLOCK rows, the KV_BLOCK-slot regions of the pool its spans touch, so
-the kernel (Triton on CUDA, C++ when compiled on CPU) visits only those; the pool hands out consecutive
-pages where it can (engine/free_blocks.py), so a context is mostly whole regions.
+the kernel (Triton on CUDA) visits only those; the pool hands out consecutive pages where it can
+(engine/free_blocks.py), so a context is mostly whole regions. On CPU flex runs eagerly, a dense reference:
+inductor's CPU template wants a column per region of the pool (kv_indices as wide as the pool; here as wide as
+the most regions a query block sees, which Triton takes) and, given that, failed to compile this mask_mod in
+torch 2.13 (an undeclared variable in the generated C++).
 
 FlexAttentionPlan is built per step; StaticDecodePlan keeps every tensor the mask reads in buffers of fixed
 shape that each decode step refills, so a captured CUDA graph can replay it (engine/decode_graphs.py).
