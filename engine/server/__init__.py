@@ -20,6 +20,7 @@ One concept per module:
     chunks.py     the SSE chunk formats of chat and text completions
     tool_use.py   ToolPlan: what tools and tool_choice ask of the prompt and the reply; checking the calls
     tool_parser.py  the `<tool_call>` form read from a reply as it streams (content and call deltas)
+    tool_grammar.py the grammar a reply that must be calls is decoded under (tool_choice required / named)
     chat_reply.py ChatReply: one choice's reply as deltas or as one message
     routes_openai.py / routes_ops.py / tokenize.py   the endpoints
     metrics.py    Prometheus metrics

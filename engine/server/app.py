@@ -19,6 +19,7 @@ from deltaserve.engine.server.metrics import ServerMetrics
 from deltaserve.engine.server.openapi import install_openapi
 from deltaserve.engine.server.prepare import PromptPreparer
 from deltaserve.engine.server.template import tool_support, use_chat_template
+from deltaserve.engine.server.tool_grammar import tool_tags
 
 
 @asynccontextmanager
@@ -38,6 +39,7 @@ def create_app(engine: Any, *, served_model_name: str | None = None, limits: Ser
     limits = limits or ServerLimits()
     async_engine = AsyncEngine(engine, max_waiting=limits.max_waiting)
     model_name = served_model_name or str(engine.model_name)
+    refused = tool_support(engine.tokenizer.chat_template)
     serving = ServingContext(
         async_engine=async_engine,
         limits=limits,
@@ -46,7 +48,8 @@ def create_app(engine: Any, *, served_model_name: str | None = None, limits: Ser
         model_name=model_name,
         model_names=frozenset({model_name, str(engine.model_name)}),
         token_texts=TokenTexts(engine.tokenizer),
-        tools_refused=tool_support(engine.tokenizer.chat_template),
+        tools_refused=refused,
+        tool_tags=tool_tags(engine.tokenizer) if refused is None else None,
     )
     app = FastAPI(title="deltaserve", lifespan=_lifespan)
     app.state.serving = serving

@@ -11,6 +11,7 @@ from collections.abc import Iterator
 from typing import Any
 
 from deltaserve.engine.async_engine import RequestStream
+from deltaserve.engine.constraints import GrammarSpec
 from deltaserve.engine.server.context import ServingContext
 from deltaserve.engine.server.errors import engine_failure
 from deltaserve.engine.server.metrics import ServerMetrics
@@ -67,13 +68,14 @@ class Choices:
 
 
 async def submit(ctx: ServingContext, req: SamplingRequest, prompts: list[Any], arrived: float,
-                 stop: tuple[str, ...] = ()) -> Choices:
+                 stop: tuple[str, ...] = (), tool_grammars: tuple[GrammarSpec, ...] = ()) -> Choices:
     """One engine request per (prompt, n), once every prompt has been tokenized and checked; on any refusal
-    the ones already in are aborted and it re-raises. `stop`: stop strings besides the request's."""
+    the ones already in are aborted and it re-raises. `stop`: stop strings besides the request's;
+    `tool_grammars`: a tool plan's (PromptPreparer.grammar)."""
     choices = Choices(arrived)
     try:
         prediction = ctx.prompts.prediction(req)
-        grammar = await ctx.prompts.grammar(req)
+        grammar = await ctx.prompts.grammar(req, tool_grammars)
         prepared = [await ctx.prompts.prepare(prompt, req.max_tokens) for prompt in prompts]
         for p_index, (ids, room) in enumerate(prepared):
             for i in range(req.n):

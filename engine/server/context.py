@@ -27,6 +27,8 @@ class ServingContext:
     model_names: frozenset[str]  # every name a request may use: the served name and the engine's own
     token_texts: TokenTexts  # token ids as logprobs show them
     tools_refused: str | None = None  # why the chat template serves no tools (None: it serves them)
+    # the call blocks' tags as grammar terminals (tool_grammar.tool_tags), where tools are served
+    tool_tags: tuple[str, str] | None = None
     started: int = field(default_factory=now)  # /v1/models' `created`
 
     @property

@@ -158,7 +158,8 @@ class FunctionDefinition(BaseModel):
     description: str | None = None
     parameters: dict[str, Any] | None = None  # a JSON Schema object
     # strict: the call's arguments are checked against `parameters` once decoded (a call that does not
-    # validate is an error, never passed on); decoding is not constrained to the schema
+    # validate is an error, never passed on). Decoding follows `parameters` where the reply must be calls
+    # (tool_choice required or named: tool_grammar.py), for every tool; with tool_choice auto it is free
     strict: bool | None = None
 
 

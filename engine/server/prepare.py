@@ -136,9 +136,12 @@ class PromptPreparer:
         self.check_chars("prediction", len(text), self.context)
         return text
 
-    async def grammar(self, req: SamplingRequest) -> GrammarSpec | None:
+    async def grammar(self, req: SamplingRequest, tool_grammars: tuple[GrammarSpec, ...] = ()
+                      ) -> GrammarSpec | None:
         """The grammar the request's output must match, checked here (a bad schema is a 400); the first one
-        also builds the engine's tokenizer view for grammars, on this thread rather than the engine's."""
+        also builds the engine's tokenizer view for grammars, on this thread rather than the engine's.
+        `tool_grammars`: a tool plan's, the first that compiles (grammar_spec refuses a structured output
+        beside tools the model may call, so a request never has both)."""
         spec = grammar_spec(req)
         if spec is not None:
             try:
@@ -146,7 +149,18 @@ class PromptPreparer:
             except InvalidRequestError as exc:
                 param = "structured_outputs" if req.structured_outputs is not None else "response_format"
                 raise APIError(400, f"{param}: {exc}", param=param, code="invalid_grammar") from exc
-        return spec
+            return spec
+        first_error = None
+        for candidate in tool_grammars:
+            try:
+                await self.run(self.engine.grammars.check, candidate)
+                return candidate
+            except InvalidRequestError as exc:
+                first_error = first_error or exc
+        if first_error is not None:
+            raise APIError(400, f"tools: the calls cannot be decoded under these tools' parameters: "
+                                f"{first_error}", param="tools", code="invalid_grammar") from first_error
+        return None
 
     def close(self) -> None:
         self._pool.shutdown(wait=False, cancel_futures=True)

@@ -58,9 +58,9 @@ async def model(model_id: str, ctx: Serving) -> ModelCard:
 async def chat_completions(request: Request, ctx: Serving) -> Response:
     arrived = time.perf_counter()
     req = await read_request(request, ChatCompletionRequest, ctx)
-    plan = tool_plan(req, ctx.tools_refused)
+    plan = tool_plan(req, ctx.tools_refused, ctx.tool_tags)
     prompt = ChatPrompt([m.for_template() for m in req.messages], plan.tools, plan.prefill)
-    choices = await submit(ctx, req, [prompt], arrived, plan.stop)
+    choices = await submit(ctx, req, [prompt], arrived, plan.stop, plan.grammars)
     replies = [ChatReply(plan) for _ in range(len(choices))]
     rid, created = random_id("chatcmpl"), now()
     texts = ctx.token_texts if req.logprobs else None

@@ -5,11 +5,13 @@ renders them in the `<tool_call>` form (template.py) can serve them; any other i
 so is a history with tool calls in it. tool_choice:
     auto (the default)  tools in the prompt, calls read from the reply
     none                no tools in the prompt, the reply is plain content
-    required            the reply is begun with `<tool_call>{"name": "` for the model: it writes the call
-    a named function    the reply is begun with that call's name; it ends with the call
-`parallel_tool_calls: false` ends the reply with its first call. The model writes every call itself: a
-reply that ends without the call it was asked for, a call to a function the request does not have, or
-arguments that break a `strict` tool's schema are an error (500), never a made-up or mended call.
+    required            the reply is begun with `<tool_call>` for the model, and decoded under a grammar
+                        (tool_grammar.py): calls to the request's tools, arguments as their schemas say
+    a named function    the same, with that function alone; the reply ends with its call
+`parallel_tool_calls: false` ends the reply with its first call. The model writes every call itself. Where
+no grammar holds it (tool_choice auto), a reply that ends without the call it was asked for, a call to a
+function the request does not have, or arguments that break a `strict` tool's schema are an error (500),
+never a made-up or mended call.
 """
 
 from __future__ import annotations
@@ -20,6 +22,7 @@ from typing import Any
 
 import jsonschema
 
+from deltaserve.engine.constraints import GrammarSpec
 from deltaserve.engine.server.openai_protocol import (
     ChatCompletionRequest,
     ChatMessage,
@@ -27,6 +30,7 @@ from deltaserve.engine.server.openai_protocol import (
     ToolCall,
     ToolDefinition,
 )
+from deltaserve.engine.server.tool_grammar import tool_call_grammars
 from deltaserve.engine.server.tool_parser import CLOSE, OPEN
 from deltaserve.errors import APIError
 
@@ -50,6 +54,8 @@ class ToolPlan:
     one_call: bool = False  # whether the reply ends with its first call
     schemas: dict[str, dict | None] = field(default_factory=dict)  # each tool's parameters, by name
     strict: frozenset[str] = frozenset()  # the tools whose arguments must validate against their schema
+    # the grammars the reply may be decoded under, the first that compiles (tool_grammar.py); () = free
+    grammars: tuple[GrammarSpec, ...] = ()
 
     def check(self, calls: list[ToolCall]) -> None:
         """Raise an APIError (500) when a finished reply breaks what the request asked of it."""
@@ -93,9 +99,11 @@ def template_tools(tools: list[ToolDefinition]) -> list[dict]:
     return [t.model_dump(exclude_none=True, exclude={"function": {"strict"}}) for t in tools]
 
 
-def tool_plan(req: ChatCompletionRequest, refused: str | None) -> ToolPlan:
-    """The plan for `req` on a server whose template serves tools (`refused` None) or not (why not).
-    Raises a 400 for tools, tool choices or a history the server cannot serve."""
+def tool_plan(req: ChatCompletionRequest, refused: str | None,
+              tags: tuple[str, str] | None = None) -> ToolPlan:
+    """The plan for `req` on a server whose template serves tools (`refused` None) or not (why not); `tags`:
+    the call blocks' tags as grammar terminals (tool_grammar.tool_tags; None: calls are never decoded under
+    a grammar). Raises a 400 for tools, tool choices or a history the server cannot serve."""
     check_history(req.messages, refused)
     tools = req.tools or []
     if not tools:
@@ -116,17 +124,27 @@ def tool_plan(req: ChatCompletionRequest, refused: str | None) -> ToolPlan:
     one_call = req.parallel_tool_calls is False
     plan = ToolPlan(tools=template_tools(tools), parse=True, schemas=schemas, strict=strict,
                     stop=(CLOSE,) if one_call else (), one_call=one_call)
-    if choice == "required":  # begun up to the name: after a bare <tool_call> small models wander off
-        return replace(plan, prefill=OPEN + '\n{"name": "', required=True)
+    if choice == "required":
+        return _calls_required(plan, tools, tags, '{"name": "')
     if isinstance(choice, NamedToolChoice):
         name = choice.function.name
         if name not in schemas:
             raise APIError(400, f"tool_choice.function.name: {name!r} is not among the request's tools",
                            param="tool_choice.function.name", code="invalid_value")
-        prefill = f'{OPEN}\n{{"name": {json.dumps(name)}, "arguments":'
-        return replace(plan, prefill=prefill, required=True, stop=(CLOSE,), one_call=True,
-                       schemas={name: schemas[name]})
+        plan = replace(plan, stop=(CLOSE,), one_call=True, schemas={name: schemas[name]})
+        named = [t for t in tools if t.function.name == name]
+        return _calls_required(plan, named, tags, f'{{"name": {json.dumps(name)}, "arguments":')
     return plan
+
+
+def _calls_required(plan: ToolPlan, tools: list[ToolDefinition], tags: tuple[str, str] | None,
+                    free_start: str) -> ToolPlan:
+    """A plan whose reply must be calls to `tools`: under their grammar where there are tags for it, else
+    begun with `free_start` too (after a bare <tool_call> small models wander off)."""
+    if tags is None:
+        return replace(plan, prefill=f"{OPEN}\n{free_start}", required=True)
+    return replace(plan, prefill=f"{OPEN}\n", required=True,
+                   grammars=tool_call_grammars(tools, tags, plan.one_call))
 
 
 def _check_schema(name: str, schema: Any) -> None:

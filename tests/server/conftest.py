@@ -93,7 +93,9 @@ def tool_server(tiny_llama):
 class Scripted:
     """A server's engine made to write the given replies, one per engine request in order: each is forced
     token by token through the engine's real decode passes (teacher forcing), since a random-weight model
-    writes no tool call by itself. Records the prompt each request was given, as text."""
+    writes no tool call by itself. Records the prompt each request was given, as text. A forced reply is not
+    held to the request's grammar (the engine takes one or the other): these test what the server makes of
+    a reply; tests that sample test the grammar."""
 
     def __init__(self, server: ServerThread, replies: list[str]) -> None:
         self.async_engine = server.app.state.async_engine
@@ -106,7 +108,8 @@ class Scripted:
     async def add_request(self, prompt, params, cache_salt=None):
         self.prompts.append(self.tokenizer.decode(prompt))
         ids = self.tokenizer.encode(self.replies.pop(0), add_special_tokens=False)
-        return await self.real(prompt, params.model_copy(update={"forced_token_ids": ids}), cache_salt)
+        forced = params.model_copy(update={"forced_token_ids": ids, "grammar": None})
+        return await self.real(prompt, forced, cache_salt)
 
 
 @pytest.fixture()

@@ -85,10 +85,10 @@ def test_a_history_with_calls_and_results_is_rendered(tool_client, scripted):
 
 
 def test_required_begins_the_reply_with_a_call(tool_client, scripted):
-    script = scripted('get_weather", "arguments": {"city": "Oslo"}}\n</tool_call>')
+    script = scripted('{"name": "get_weather", "arguments": {"city": "Oslo"}}\n</tool_call>')
     r = tool_client.chat.completions.create(model=TINY, messages=ASK, tools=[WEATHER, TIME],
                                             tool_choice="required")
-    assert script.prompts[0].endswith('<|im_start|>assistant\n<tool_call>\n{"name": "')
+    assert script.prompts[0].endswith("<|im_start|>assistant\n<tool_call>\n")
     assert calls_of(r.choices[0].message) == [("get_weather", {"city": "Oslo"})]
 
 
@@ -105,11 +105,12 @@ def test_required_without_a_call_is_an_error_not_a_made_up_call(tool_client, scr
 
 
 def test_a_named_function_is_written_into_the_reply_and_ends_it(tool_client, scripted):
-    script = scripted(' {"city": "Oslo"}}\n</tool_call>\n' + call("get_time"))
+    oslo = call("get_weather", city="Oslo").removeprefix("<tool_call>\n")  # the server wrote the tag
+    script = scripted(oslo + "\n" + call("get_time"))
     choice = {"type": "function", "function": {"name": "get_weather"}}
     r = tool_client.chat.completions.create(model=TINY, messages=ASK, tools=[WEATHER, TIME],
                                             tool_choice=choice)
-    assert script.prompts[0].endswith('<tool_call>\n{"name": "get_weather", "arguments":')
+    assert script.prompts[0].endswith("<|im_start|>assistant\n<tool_call>\n")
     assert calls_of(r.choices[0].message) == [("get_weather", {"city": "Oslo"})]  # the second is cut off
     assert r.choices[0].finish_reason == "tool_calls"
 
@@ -177,3 +178,62 @@ def test_bad_tool_requests_are_400s_naming_the_field(tool_server, name, extra, p
     r = httpx.post(tool_server.url + "/v1/chat/completions", json={"model": TINY, "messages": ASK, **extra})
     assert r.status_code == 400, r.text
     assert r.json()["error"]["param"] == param, r.json()
+
+
+# ---- calls written under the tools' grammar (tool_choice required / named): sampled, not scripted ----
+
+UNIT = {"type": "object", "properties": {"unit": {"enum": ["C", "F"]}}, "required": ["unit"],
+        "additionalProperties": False}
+THERMO = {"type": "function", "function": {"name": "set_unit", "parameters": UNIT}}
+ALARM = {"type": "function", "function": {
+    "name": "set_alarm", "parameters": {"type": "object", "properties": {"hour": {"enum": [6, 7, 8]}},
+                                        "required": ["hour"], "additionalProperties": False}}}
+VALID = {"set_unit": [{"unit": u} for u in "CF"], "set_alarm": [{"hour": h} for h in (6, 7, 8)]}
+
+
+def test_required_calls_are_sampled_under_the_tools_grammar(tool_client):
+    """The random-weight model writes no call by itself (before the grammar: a 500 for each choice); under
+    it, every choice is a call to one of the tools with arguments its schema allows."""
+    r = tool_client.chat.completions.create(model=TINY, messages=ASK, tools=[THERMO, ALARM],
+                                            tool_choice="required", parallel_tool_calls=False, n=6,
+                                            temperature=1.0, seed=5, max_tokens=40)
+    for choice in r.choices:
+        assert choice.finish_reason == "tool_calls", choice
+        [(name, arguments)] = calls_of(choice.message)
+        assert arguments in VALID[name]
+
+
+def test_a_named_function_is_sampled_under_its_schema_alone(tool_client):
+    choice = {"type": "function", "function": {"name": "set_alarm"}}
+    r = tool_client.chat.completions.create(model=TINY, messages=ASK, tools=[THERMO, ALARM],
+                                            tool_choice=choice, n=4, temperature=1.0, seed=6, max_tokens=40)
+    for c in r.choices:
+        assert c.finish_reason == "tool_calls"
+        [(name, arguments)] = calls_of(c.message)
+        assert name == "set_alarm" and arguments in VALID["set_alarm"]
+
+
+def test_a_streamed_required_call_is_the_same_call(tool_client):
+    asked = dict(model=TINY, messages=ASK, tools=[THERMO, ALARM], tool_choice="required",
+                 parallel_tool_calls=False, temperature=1.0, seed=7, max_tokens=40)
+    whole = tool_client.chat.completions.create(**asked)
+    chunks = list(tool_client.chat.completions.create(**asked, stream=True))
+    pieces = [tc for ch in chunks if ch.choices for tc in ch.choices[0].delta.tool_calls or ()]
+    streamed = (pieces[0].function.name, json.loads("".join(tc.function.arguments or "" for tc in pieces)))
+    assert [streamed] == calls_of(whole.choices[0].message)
+    assert chunks[-1].choices[0].finish_reason == "tool_calls"
+
+
+def test_parameters_the_grammar_library_cannot_compile_still_get_calls(tool_client):
+    """llguidance does not implement `not`: the request is served (not a 400 for its grammar), the calls'
+    arguments free objects, and a strict tool's checked after decoding, as with tool_choice auto."""
+    odd = {"type": "object", "properties": {"unit": {"not": {"type": "integer"}}}}
+    tool = {"type": "function", "function": {"name": "set_unit", "parameters": odd}}
+    r = tool_client.chat.completions.create(model=TINY, messages=ASK, tools=[tool], tool_choice="required",
+                                            parallel_tool_calls=False, temperature=1.0, seed=8, max_tokens=60)
+    choice = r.choices[0]
+    if choice.finish_reason == "tool_calls":  # a random model may still be writing its free object
+        [(name, arguments)] = calls_of(choice.message)
+        assert name == "set_unit" and isinstance(arguments, dict)
+    else:
+        assert choice.finish_reason == "length"

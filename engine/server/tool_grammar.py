@@ -1,0 +1,70 @@
+"""The grammar of a reply that must be tool calls (tool_choice "required" or a named function), so that the
+model writes them by construction: each call a JSON object naming one of the request's tools, with
+arguments that match that tool's parameters, in the `<tool_call>` blocks tool_parser.py reads.
+
+The reply is begun with `<tool_call>\\n` for the model (tool_use.py), and the grammar takes it from there:
+the call, its close, and then (unless the reply holds one call) more blocks or the end. Without it a small
+model asked for a call wrote one to a tool the request does not have (Qwen2.5-Coder-1.5B: 'greet', for a
+request whose only tool was get_weather), and the server could only answer 500.
+
+A tag the tokenizer holds as one added token (`<tool_call>` is token 151657 for Qwen2.5) is named by its id:
+llguidance reads added tokens as special, not as the text they spell.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from deltaserve.engine.constraints import GrammarSpec
+from deltaserve.engine.constraints.grammar import JSON_OPTIONS
+from deltaserve.engine.server.openai_protocol import ToolDefinition
+from deltaserve.engine.server.tool_parser import CLOSE, OPEN
+
+ANY_ARGUMENTS: dict[str, Any] = {"type": "object"}
+
+
+def tag_terminal(tokenizer: Any, tag: str) -> str:
+    """The Lark terminal of `tag` for llguidance: `<[id]>` for a tag that is one added token, else its
+    text."""
+    token_id = tokenizer.get_added_vocab().get(tag)
+    return f"<[{token_id}]>" if token_id is not None else json.dumps(tag)
+
+
+def tool_tags(tokenizer: Any) -> tuple[str, str]:
+    """The terminals of the open and close tags of a call block."""
+    return tag_terminal(tokenizer, OPEN), tag_terminal(tokenizer, CLOSE)
+
+
+def call_schema(tools: list[ToolDefinition], loose: bool = False) -> dict[str, Any]:
+    """A JSON schema of one call: {"name": one of the tools, "arguments": that tool's parameters}.
+    `loose`: the arguments may be any object (ToolPlan.check still holds strict tools to their schema)."""
+    calls = []
+    for tool in tools:
+        fn = tool.function
+        arguments = ANY_ARGUMENTS if fn.parameters is None or loose else fn.parameters
+        calls.append({"type": "object", "properties": {"name": {"const": fn.name}, "arguments": arguments},
+                      "required": ["name", "arguments"], "additionalProperties": False})
+    return {"x-guidance": JSON_OPTIONS, "anyOf": calls}
+
+
+def tool_call_grammar(tools: list[ToolDefinition], tags: tuple[str, str], one_call: bool,
+                      loose: bool = False) -> GrammarSpec:
+    """The reply after its `<tool_call>\\n`: a call, its close, then (unless `one_call`) more call blocks
+    or the end; a newline may follow the last close."""
+    open_tag, close_tag = tags
+    more = "" if one_call else f' ("\\n" {open_tag} "\\n" call "\\n" {close_tag})* "\\n"?'
+    lark = (f'start: call "\\n" {close_tag}{more}\n'
+            f"call: %json {json.dumps(call_schema(tools, loose))}\n")
+    return GrammarSpec(kind="lark", source=lark)
+
+
+def tool_call_grammars(tools: list[ToolDefinition], tags: tuple[str, str], one_call: bool
+                       ) -> tuple[GrammarSpec, ...]:
+    """The grammars to try, in order: the tools' own parameters; then, where some tool has parameters, any
+    object for the arguments (llguidance implements most of JSON Schema, not all: `not`, look-arounds in a
+    `pattern`; a strict tool's arguments are then checked after decoding, as without a grammar)."""
+    exact = tool_call_grammar(tools, tags, one_call)
+    if all(t.function.parameters is None for t in tools):
+        return (exact,)
+    return exact, tool_call_grammar(tools, tags, one_call, loose=True)
