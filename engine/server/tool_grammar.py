@@ -38,14 +38,29 @@ def tool_tags(tokenizer: Any) -> tuple[str, str]:
 
 def call_schema(tools: list[ToolDefinition], loose: bool = False) -> dict[str, Any]:
     """A JSON schema of one call: {"name": one of the tools, "arguments": that tool's parameters}.
-    `loose`: the arguments may be any object (ToolPlan.check still holds strict tools to their schema)."""
-    calls = []
-    for tool in tools:
+    `loose`: the arguments may be any object (ToolPlan.check still holds strict tools to their schema).
+    Each tool's parameters sit under the root's `$defs`, their own `#...` references moved with them (a
+    pydantic model's schema refers to its `#/$defs/...`, which would otherwise point into this root)."""
+    calls, defs = [], {}
+    for i, tool in enumerate(tools):
         fn = tool.function
-        arguments = ANY_ARGUMENTS if fn.parameters is None or loose else fn.parameters
+        arguments = ANY_ARGUMENTS
+        if fn.parameters is not None and not loose:
+            defs[f"tool{i}"] = _moved_refs(fn.parameters, f"#/$defs/tool{i}")
+            arguments = {"$ref": f"#/$defs/tool{i}"}
         calls.append({"type": "object", "properties": {"name": {"const": fn.name}, "arguments": arguments},
                       "required": ["name", "arguments"], "additionalProperties": False})
-    return {"x-guidance": JSON_OPTIONS, "anyOf": calls}
+    return {"x-guidance": JSON_OPTIONS, "anyOf": calls, **({"$defs": defs} if defs else {})}
+
+
+def _moved_refs(schema: Any, root: str) -> Any:
+    """`schema` with every local reference (`#`, `#/...`) made relative to `root`."""
+    if isinstance(schema, dict):
+        return {k: (root + v[1:] if k == "$ref" and isinstance(v, str) and v.startswith("#")
+                    else _moved_refs(v, root)) for k, v in schema.items()}
+    if isinstance(schema, list):
+        return [_moved_refs(v, root) for v in schema]
+    return schema
 
 
 def tool_call_grammar(tools: list[ToolDefinition], tags: tuple[str, str], one_call: bool,

@@ -51,3 +51,23 @@ def test_a_call_outside_the_tools_is_refused(tokenizers):
     plain, _ = tokenizers
     assert not accepts(plain, tool_tags(plain), CALL.replace("get_weather", "launch_rocket"))
     assert not accepts(plain, tool_tags(plain), CALL.replace('"city"', '"town"'))
+
+
+def test_a_schema_with_its_own_definitions_keeps_them(tokenizers):
+    """Pydantic writes nested models under `$defs` and refers to them from the schema's root."""
+    plain, _ = tokenizers
+    pydantic_style = ToolDefinition.model_validate({"type": "function", "function": {
+        "name": "move", "parameters": {
+            "$defs": {"Point": {"type": "object", "properties": {"x": {"enum": [0, 1]}}, "required": ["x"],
+                                "additionalProperties": False}},
+            "type": "object", "properties": {"to": {"$ref": "#/$defs/Point"}}, "required": ["to"],
+            "additionalProperties": False}}})
+    compiler = GrammarCompiler(plain, len(plain), [plain.eos_token_id])
+
+    def move(to: str) -> bool:
+        constraint = compiler.compile(tool_call_grammar([pydantic_style], tool_tags(plain), one_call=True))
+        text = f'{{"name": "move", "arguments": {{"to": {to}}}}}\n</tool_call>'
+        return all(constraint.accept(t) for t in plain.encode(text, add_special_tokens=False))
+
+    assert move('{"x": 1}')
+    assert not move('{"x": 2}')  # the definition holds, not a loose object
