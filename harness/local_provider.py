@@ -140,10 +140,30 @@ def loaded_tokenizer(model: str):
 # ---------------------------------------------------------------- the litellm provider
 
 
+# what a local/ request may ask (litellm's optional params, extra_body's merged in); anything else is a 400
+# naming it, never silently dropped (tools: the server's parser and grammar, `deltaserve serve`)
+LOCAL_PARAMS = frozenset({
+    "max_tokens", "max_completion_tokens", "temperature", "top_p", "top_k", "seed", "stop", "n", "stream",
+    "stream_options", "ignore_eos", "prediction", "response_format", "structured_outputs", "cache_salt",
+    "presence_penalty", "frequency_penalty"})
+TOOL_PARAMS = frozenset({"tools", "tool_choice", "parallel_tool_calls", "functions", "function_call"})
+
+
+def _refuse_unsupported(p: dict) -> None:
+    """ValueError (a 400) naming the parameters a local/ engine does not implement."""
+    unsupported = sorted(k for k, v in p.items() if k not in LOCAL_PARAMS and v is not None)
+    if not unsupported:
+        return
+    hint = (" (for tool calls serve the model with `deltaserve serve` and call it through its URL)"
+            if TOOL_PARAMS & set(unsupported) else "")
+    raise ValueError(f"a local/ model does not implement {', '.join(unsupported)}{hint}")
+
+
 def _sampling_params(optional_params: dict) -> tuple[SamplingParams, str | None]:
     p = dict(optional_params)
     extra = p.pop("extra_body", None) or {}
     p.update(extra)
+    _refuse_unsupported(p)
     stop = p.get("stop") or []
     prediction = p.get("prediction")
     if isinstance(prediction, dict):  # OpenAI's {"type": "content", "content": str | text parts}
@@ -158,6 +178,8 @@ def _sampling_params(optional_params: dict) -> tuple[SamplingParams, str | None]
         stop=[stop] if isinstance(stop, str) else list(stop),
         ignore_eos=bool(p.get("ignore_eos", False)),
         prediction=prediction or None,
+        presence_penalty=p.get("presence_penalty") or 0.0,
+        frequency_penalty=p.get("frequency_penalty") or 0.0,
     )
     return params, p.get("cache_salt")
 

@@ -84,6 +84,28 @@ def test_local_bad_request_is_a_clear_error(local_tiny):
         complete(local_tiny, [{"role": "user", "content": "word " * 3000}], max_tokens=2)
 
 
+TOOLS = [{"type": "function", "function": {"name": "get_weather", "parameters": {"type": "object"}}}]
+
+
+@pytest.mark.parametrize("asked,named", [
+    ({"tools": TOOLS}, "tools"), ({"tools": TOOLS, "tool_choice": "required"}, "tool_choice, tools"),
+    ({"logprobs": True}, "logprobs"), ({"logit_bias": {"1": 5}}, "logit_bias"),
+    ({"extra_body": {"frobnicate": 1}}, "frobnicate")])
+def test_a_parameter_local_does_not_implement_is_a_400_naming_it(local_tiny, asked, named):
+    """Before, local/ dropped them without a word: tools asked for, plain text answered."""
+    with pytest.raises(litellm.BadRequestError, match=f"does not implement {named}"):
+        litellm.completion(model=local_tiny, messages=MESSAGES, max_tokens=4, **asked)
+
+
+def test_local_applies_the_penalties_as_the_server_does(server, local_tiny):
+    penalties = {"presence_penalty": -2, "frequency_penalty": -1.5}  # rewarded repetition: a loop
+    plain = complete(local_tiny, MESSAGES, max_tokens=24, ignore_eos=True)
+    in_process = complete(local_tiny, MESSAGES, max_tokens=24, ignore_eos=True, **penalties)
+    via_server = complete("openai/tiny", MESSAGES, max_tokens=24, api_base=server.url + "/v1",
+                          ignore_eos=True, **penalties)
+    assert in_process.text == via_server.text != plain.text
+
+
 def test_a_local_engines_numerics_are_there_for_evals_to_record(tiny_llama):
     from deltaserve.cli.quant_options import add_quant_options, quant_kwargs
     from deltaserve.engine import Engine
