@@ -70,3 +70,23 @@ def test_provider_without_our_extensions_reports_none():
     assert c.text == "a canned reply"
     assert c.decode_passes is None and c.metrics is None
     assert c.cached_tokens is None
+
+
+@pytest.mark.parametrize("stream", [False, True])
+def test_litellm_gets_a_required_call_written_under_the_tools_grammar(tool_server, stream):
+    """An agent's own client (litellm) asking for a call: the random-weight model writes one by
+    construction."""
+    import json
+
+    import litellm
+
+    from tests.server.test_tool_calls import ALARM, ASK, THERMO, VALID
+
+    r = litellm.completion(model="openai/tiny", api_base=tool_server.url + "/v1", api_key="EMPTY",
+                           messages=ASK, tools=[THERMO, ALARM], tool_choice="required",
+                           parallel_tool_calls=False, temperature=1.0, seed=11, max_tokens=40, stream=stream)
+    if stream:
+        r = litellm.stream_chunk_builder(list(r), messages=ASK)
+    [call] = r.choices[0].message.tool_calls
+    assert json.loads(call.function.arguments) in VALID[call.function.name]
+    assert r.choices[0].finish_reason == "tool_calls"
