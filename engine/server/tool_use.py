@@ -101,9 +101,9 @@ def template_tools(tools: list[ToolDefinition]) -> list[dict]:
 
 def tool_plan(req: ChatCompletionRequest, refused: str | None,
               tags: tuple[str, str] | None = None) -> ToolPlan:
-    """The plan for `req` on a server whose template serves tools (`refused` None) or not (why not); `tags`:
-    the call blocks' tags as grammar terminals (tool_grammar.tool_tags; None: calls are never decoded under
-    a grammar). Raises a 400 for tools, tool choices or a history the server cannot serve."""
+    """The plan for `req` on a server whose template serves tools (`refused` None; `tags`: the call blocks'
+    tags as grammar terminals, tool_grammar.tool_tags) or not (why not; no tags). Raises a 400 for tools,
+    tool choices or a history the server cannot serve."""
     check_history(req.messages, refused)
     tools = req.tools or []
     if not tools:
@@ -125,7 +125,7 @@ def tool_plan(req: ChatCompletionRequest, refused: str | None,
     plan = ToolPlan(tools=template_tools(tools), parse=True, schemas=schemas, strict=strict,
                     stop=(CLOSE,) if one_call else (), one_call=one_call)
     if choice == "required":
-        return _calls_required(plan, tools, tags, '{"name": "')
+        return _calls_required(plan, tools, tags)
     if isinstance(choice, NamedToolChoice):
         name = choice.function.name
         if name not in schemas:
@@ -133,16 +133,12 @@ def tool_plan(req: ChatCompletionRequest, refused: str | None,
                            param="tool_choice.function.name", code="invalid_value")
         plan = replace(plan, stop=(CLOSE,), one_call=True, schemas={name: schemas[name]})
         named = [t for t in tools if t.function.name == name]
-        return _calls_required(plan, named, tags, f'{{"name": {json.dumps(name)}, "arguments":')
+        return _calls_required(plan, named, tags)
     return plan
 
 
-def _calls_required(plan: ToolPlan, tools: list[ToolDefinition], tags: tuple[str, str] | None,
-                    free_start: str) -> ToolPlan:
-    """A plan whose reply must be calls to `tools`: under their grammar where there are tags for it, else
-    begun with `free_start` too (after a bare <tool_call> small models wander off)."""
-    if tags is None:
-        return replace(plan, prefill=f"{OPEN}\n{free_start}", required=True)
+def _calls_required(plan: ToolPlan, tools: list[ToolDefinition], tags: tuple[str, str]) -> ToolPlan:
+    """A plan whose reply must be calls to `tools`: begun with the open tag, then under their grammar."""
     return replace(plan, prefill=f"{OPEN}\n", required=True,
                    grammars=tool_call_grammars(tools, tags, plan.one_call))
 
