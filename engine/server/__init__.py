@@ -1,6 +1,7 @@
 """OpenAI-compatible HTTP server over one Engine (FastAPI + uvicorn).
 
-Endpoints: POST /v1/chat/completions (tool calls too), POST /v1/completions, GET /v1/models[/{id}], POST
+Endpoints: POST /v1/chat/completions (tool calls too), POST /v1/completions, POST /v1/responses (OpenAI's
+Responses API; GET and DELETE /v1/responses/{id} for stored ones), GET /v1/models[/{id}], POST
 /tokenize and /detokenize (vLLM's), GET /health, GET /metrics (Prometheus), GET /stats (engine stats as
 JSON). Every response carries `usage.prompt_tokens_details.cached_tokens`, prediction accept/reject counts,
 and a `metrics` extension object. Errors use OpenAI's envelope {"error": {"message", "type", "param",
@@ -22,7 +23,11 @@ One concept per module:
     tool_parser.py  the `<tool_call>` form read from a reply as it streams (content and call deltas)
     tool_grammar.py the grammar a reply that must be calls is decoded under (tool_choice required / named)
     chat_reply.py ChatReply: one choice's reply as deltas or as one message
-    routes_openai.py / routes_ops.py / tokenize.py   the endpoints
+    responses_protocol.py  the Responses API's request (input items, flat tools) read as a chat request
+    responses_output.py    the response object; OutputItems: a reply's deltas as message / function_call items
+    responses_events.py    the Responses API's streamed events
+    response_store.py      stored responses, for previous_response_id and GET
+    routes_openai.py / routes_responses.py / routes_ops.py / tokenize.py   the endpoints
     metrics.py    Prometheus metrics
     thread.py     bind_socket, run_server, ServerThread
 """

@@ -16,12 +16,14 @@ from deltaserve.engine.server.context import ServingContext
 from deltaserve.engine.server.errors import engine_failure
 from deltaserve.engine.server.metrics import ServerMetrics
 from deltaserve.engine.server.openai_protocol import (
+    ChatCompletionRequest,
     ResponseMetrics,
     SamplingRequest,
     Usage,
     usage_and_metrics,
 )
-from deltaserve.engine.server.prepare import sampling_params
+from deltaserve.engine.server.prepare import ChatPrompt, sampling_params
+from deltaserve.engine.server.tool_use import ToolPlan, tool_plan
 from deltaserve.errors import APIError, DeltaserveError, InvalidRequestError
 
 
@@ -88,3 +90,12 @@ async def submit(ctx: ServingContext, req: SamplingRequest, prompts: list[Any], 
             raise InvalidRequestError(str(exc)) from exc  # a tokenizer's plain ValueError: a bad request
         raise
     return choices
+
+
+async def submit_chat(ctx: ServingContext, req: ChatCompletionRequest,
+                      arrived: float) -> tuple[ToolPlan, Choices]:
+    """A chat request's tool plan and its choices: its messages through the chat template, with the tools the
+    plan puts in the prompt, the reply begun as the plan says and decoded under its grammar."""
+    plan = tool_plan(req, ctx.tools_refused, ctx.tool_tags)
+    prompt = ChatPrompt([m.for_template() for m in req.messages], plan.tools, plan.prefill)
+    return plan, await submit(ctx, req, [prompt], arrived, plan.stop, plan.grammars)

@@ -76,6 +76,12 @@ class ChatChunks:
     def usage(self, usage: Usage, rm: ResponseMetrics) -> str:
         return self.chunk([], usage=usage, metrics=rm)
 
+    def failure(self, body: dict) -> str:
+        return sse(body)  # the error envelope as the stream's last data event, then [DONE]
+
+    def closing(self) -> list[str]:
+        return [DONE]
+
 
 class TextChunks:
     """The events of one streaming text completion: a chunk per output that has text or finishes a choice;
@@ -122,3 +128,9 @@ class TextChunks:
 
     def usage(self, usage: Usage, rm: ResponseMetrics) -> str:
         return self.chunk([], usage, rm)
+
+    def failure(self, body: dict) -> str:
+        return sse(body)  # the error envelope as the stream's last data event, then [DONE]
+
+    def closing(self) -> list[str]:
+        return [DONE]

@@ -13,6 +13,7 @@ from deltaserve.engine.server.logprobs import TokenTexts
 from deltaserve.engine.server.metrics import ServerMetrics
 from deltaserve.engine.server.openai_protocol import now
 from deltaserve.engine.server.prepare import PromptPreparer
+from deltaserve.engine.server.response_store import ResponseStore
 
 
 @dataclass
@@ -30,6 +31,7 @@ class ServingContext:
     # the call blocks' tags as grammar terminals (tool_grammar.tool_tags), where tools are served
     tool_tags: tuple[str, str] | None = None
     started: int = field(default_factory=now)  # /v1/models' `created`
+    responses: ResponseStore = field(default_factory=ResponseStore)  # kept for previous_response_id
 
     @property
     def engine(self) -> Any:

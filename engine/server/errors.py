@@ -3,7 +3,8 @@
 Routes raise: an APIError for a refusal they word themselves, or the engine's own DeltaserveError kinds
 (overloaded, invalid request, failed step). The handlers installed here turn those, request validation
 errors, HTTP errors (unknown route, wrong method) and unexpected exceptions into the envelope with its
-status, and count each in /metrics. A stream that already started sends the same envelope as an event.
+status, and count each in /metrics. A stream that already started ends with an event made of the same envelope
+(streaming.py).
 """
 
 from __future__ import annotations
@@ -17,7 +18,6 @@ from fastapi.responses import JSONResponse
 from pydantic import ValidationError
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
-from deltaserve.engine.server.chunks import sse
 from deltaserve.engine.server.context import serving_context
 from deltaserve.engine.server.metrics import ServerMetrics
 from deltaserve.engine.server.openai_protocol import ErrorBody, ErrorResponse
@@ -58,6 +58,11 @@ def validation_error(exc: ValidationError | RequestValidationError) -> APIError:
                         param=param, code="unsupported_parameter")
     loc, message = errors[0]
     tag = next((i for i, seg in enumerate(loc) if _is_type_tag(seg)), len(loc))
+    while tag < len(loc) and len({other[tag] for other, _ in errors if other[:tag] == loc[:tag]}) == 1:
+        # one member was tried (a discriminated union): its fields are the request's, the tag is no field
+        errors = [(other[:tag] + other[tag + 1:], msg) for other, msg in errors if other[:tag] == loc[:tag]]
+        loc = errors[0][0]
+        tag = next((i for i, seg in enumerate(loc) if i >= tag and _is_type_tag(seg)), len(loc))
     param = ".".join(str(seg) for seg in loc[:tag]) or None
     if tag < len(loc):  # a union: every member's reason, at most four
         reasons = dict.fromkeys(".".join(str(seg) for seg in other[tag:]) + f": {msg}"
@@ -95,12 +100,6 @@ def engine_failure(out: Any) -> APIError | None:
 def error_response(exc: APIError, metrics: ServerMetrics) -> JSONResponse:
     metrics.observe_error(exc.status)
     return JSONResponse(error_body(exc), status_code=exc.status)
-
-
-def error_event(exc: APIError, metrics: ServerMetrics) -> str:
-    """The envelope as the last SSE event of a stream that had already started when it failed."""
-    metrics.observe_error(exc.status)
-    return sse(error_body(exc))
 
 
 async def _project_error(request: Request, exc: DeltaserveError) -> JSONResponse:

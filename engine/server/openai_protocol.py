@@ -236,17 +236,27 @@ class StructuredOutputs(BaseModel):
         return self
 
 
-class SamplingRequest(BaseModel):
-    """Fields shared by /v1/chat/completions and /v1/completions."""
+class Decoding(BaseModel):
+    """How a reply is decoded: fields shared by every generation request (chat, completions, responses)."""
 
     model_config = REQUEST
 
-    model: str
-    max_tokens: Int | None = Field(default=None, ge=1)
     temperature: float = Field(default=1.0, ge=0.0, le=2.0)
     top_p: float = Field(default=1.0, gt=0.0, le=1.0)
     top_k: Int = Field(default=0, ge=-1)  # extension (vLLM); 0 and -1 mean off
     seed: Int | None = Field(default=None, ge=-INT64, lt=INT64)
+    prediction: Prediction | None = None
+    cache_salt: str | None = None  # extension: requests with different salts never share cached blocks
+    ignore_eos: bool = False  # extension (vLLM): generate exactly max_tokens
+    speculative: SpeculativeMethod | None = None  # extension: this request's draft method
+    structured_outputs: StructuredOutputs | None = None  # extension (vLLM's): constrained decoding
+
+
+class SamplingRequest(Decoding):
+    """Fields shared by /v1/chat/completions and /v1/completions."""
+
+    model: str
+    max_tokens: Int | None = Field(default=None, ge=1)
     # The validators below word their own refusals; json_schema_extra states the same rules in the schema.
     stop: str | list[str] | None = Field(default=None, json_schema_extra={
         "minLength": 1, "maxItems": 4, "items": {"type": "string", "minLength": 1}})
@@ -254,11 +264,6 @@ class SamplingRequest(BaseModel):
     stream: bool = False
     stream_options: StreamOptions | None = None
     user: str | None = None
-    prediction: Prediction | None = None
-    cache_salt: str | None = None  # extension: requests with different salts never share cached blocks
-    ignore_eos: bool = False  # extension (vLLM): generate exactly max_tokens
-    speculative: SpeculativeMethod | None = None  # extension: this request's draft method
-    structured_outputs: StructuredOutputs | None = None  # extension (vLLM's): constrained decoding
     presence_penalty: float | None = Field(default=None, ge=-2.0, le=2.0)
     frequency_penalty: float | None = Field(default=None, ge=-2.0, le=2.0)
 

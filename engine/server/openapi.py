@@ -60,11 +60,11 @@ def _hoist_request_schemas(schema: dict) -> None:
 
 def _state_server_terms(schema: dict, ctx: ServingContext) -> None:
     components = schema["components"]["schemas"]
-    for name in ("ChatCompletionRequest", "CompletionRequest"):
+    for name in ("ChatCompletionRequest", "CompletionRequest", "ResponsesRequest"):
         properties = components.get(name, {}).get("properties", {})
         if "model" in properties:
             properties["model"]["enum"] = [ctx.model_name]
-        for field in ("max_tokens", "max_completion_tokens"):
+        for field in ("max_tokens", "max_completion_tokens", "max_output_tokens"):
             for option in properties.get(field, {}).get("anyOf", []):
                 if option.get("type") == "integer":
                     option["maximum"] = ctx.limits.max_tokens

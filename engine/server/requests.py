@@ -80,11 +80,16 @@ def parse_request(model: type[R], data: dict, ctx: ServingContext) -> R:
     """`data` as a `model`, for a model this server serves and a max_tokens within its limit."""
     req = validated(model, data)
     check_model(req.model, ctx)
-    limit = ctx.limits.max_tokens
-    if req.max_tokens is not None and req.max_tokens > limit:
-        raise APIError(400, f"max_tokens is {req.max_tokens}; this server allows at most {limit}",
-                       param="max_tokens", code="max_tokens_too_large")
+    check_max_tokens(req.max_tokens, ctx)
     return req
+
+
+def check_max_tokens(value: int | None, ctx: ServingContext, param: str = "max_tokens") -> None:
+    """A 400 for more tokens to generate than this server allows a request."""
+    limit = ctx.limits.max_tokens
+    if value is not None and value > limit:
+        raise APIError(400, f"{param} is {value}; this server allows at most {limit}", param=param,
+                       code="max_tokens_too_large")
 
 
 async def read_json(request: Request, ctx: ServingContext) -> dict:

@@ -8,7 +8,7 @@ from fastapi import APIRouter, Request
 from fastapi.responses import JSONResponse, Response
 
 from deltaserve.engine.server.chat_reply import ChatReply
-from deltaserve.engine.server.choices import submit
+from deltaserve.engine.server.choices import submit, submit_chat
 from deltaserve.engine.server.chunks import ChatChunks, TextChunks
 from deltaserve.engine.server.context import Serving, ServingContext
 from deltaserve.engine.server.openai_protocol import (
@@ -24,10 +24,8 @@ from deltaserve.engine.server.openai_protocol import (
     random_id,
 )
 from deltaserve.engine.server.openapi import error_responses, request_body
-from deltaserve.engine.server.prepare import ChatPrompt
 from deltaserve.engine.server.requests import check_model, read_request
 from deltaserve.engine.server.streaming import event_stream, run_to_end
-from deltaserve.engine.server.tool_use import tool_plan
 
 router = APIRouter()
 
@@ -58,9 +56,7 @@ async def model(model_id: str, ctx: Serving) -> ModelCard:
 async def chat_completions(request: Request, ctx: Serving) -> Response:
     arrived = time.perf_counter()
     req = await read_request(request, ChatCompletionRequest, ctx)
-    plan = tool_plan(req, ctx.tools_refused, ctx.tool_tags)
-    prompt = ChatPrompt([m.for_template() for m in req.messages], plan.tools, plan.prefill)
-    choices = await submit(ctx, req, [prompt], arrived, plan.stop, plan.grammars)
+    plan, choices = await submit_chat(ctx, req, arrived)
     replies = [ChatReply(plan) for _ in range(len(choices))]
     rid, created = random_id("chatcmpl"), now()
     texts = ctx.token_texts if req.logprobs else None

@@ -15,8 +15,7 @@ from fastapi.responses import StreamingResponse
 from deltaserve.engine.async_engine import RequestStream
 from deltaserve.engine.outputs import TokenLogprob
 from deltaserve.engine.server.choices import Choices
-from deltaserve.engine.server.chunks import DONE
-from deltaserve.engine.server.errors import engine_failure, error_event, to_api_error
+from deltaserve.engine.server.errors import engine_failure, error_body, to_api_error
 from deltaserve.engine.server.metrics import ServerMetrics
 from deltaserve.engine.server.openai_protocol import ResponseMetrics, Usage
 from deltaserve.errors import APIError, EngineStepError
@@ -25,13 +24,15 @@ DISCONNECT_POLL_S = 0.25  # how often a non-streaming request checks whether its
 
 
 class ChunkWriter(Protocol):
-    """The SSE chunks of one kind of streaming response (see chunks.py)."""
+    """The SSE events of one kind of streaming response (chunks.py, responses_events.py)."""
 
     include_usage: bool
 
     def opening(self, num_choices: int) -> list[str]: ...
     def for_output(self, index: int, out: Any) -> list[str]: ...
     def usage(self, usage: Usage, rm: ResponseMetrics) -> str: ...
+    def failure(self, body: dict) -> str: ...  # the event that ends a failed stream, for the error envelope
+    def closing(self) -> list[str]: ...  # after the last event ([DONE] where the API has one)
 
 
 async def _pump(index: int, stream: RequestStream, queue: asyncio.Queue) -> None:
@@ -107,30 +108,35 @@ async def run_to_end(request: Request, choices: Choices, metrics: ServerMetrics)
     return outputs
 
 
+def _failure(chunks: ChunkWriter, err: APIError, metrics: ServerMetrics) -> str:
+    metrics.observe_error(err.status)
+    return chunks.failure(error_body(err))
+
+
 async def _events(choices: Choices, chunks: ChunkWriter, metrics: ServerMetrics) -> AsyncIterator[str]:
     try:
         for event in chunks.opening(len(choices)):
             yield event
         async for index, out in merged(choices):
             if (err := engine_failure(out)) is not None:
-                yield error_event(err, metrics)
+                yield _failure(chunks, err, metrics)
                 break
             for event in chunks.for_output(index, out):
                 yield event
         else:
             if chunks.include_usage:
                 yield chunks.usage(*choices.usage())
-        yield DONE
     except (EngineStepError, APIError) as exc:  # a failed step, or a reply that broke its tool plan
-        yield error_event(to_api_error(exc), metrics)
-        yield DONE
+        yield _failure(chunks, to_api_error(exc), metrics)
     finally:
         choices.abort()  # no-op for finished requests; frees blocks when the client left early
         choices.record(metrics)
+    for event in chunks.closing():
+        yield event
 
 
 def event_stream(choices: Choices, chunks: ChunkWriter, metrics: ServerMetrics) -> StreamingResponse:
-    """SSE: the opening chunks, then each output's chunks as it arrives, then the usage chunk (when the client
-    asked for usage) and [DONE]. An engine failure ends the stream with an error event; a client that leaves
-    aborts every choice (frees their blocks)."""
+    """SSE: the opening events, then each output's events as it arrives, then the usage event (when the client
+    asked for usage, or the API always sends it) and the closing ones. An engine failure ends the stream with
+    the writer's failure event; a client that leaves aborts every choice (frees their blocks)."""
     return StreamingResponse(_events(choices, chunks, metrics), media_type="text/event-stream")

@@ -1,6 +1,7 @@
-"""An agent library that drives tools through chat completions (openai-agents' chat-completions model)
-completes a two-tool task against the real server, plain and streamed: it reads the parallel calls, runs
-its tools, sends their results back as `tool` messages, and takes the final answer. The model's replies
+"""An agent library (openai-agents) completes a two-tool task against the real server, plain and streamed,
+through either API it speaks: chat completions, and the Responses API (its default model): it reads the
+parallel calls, runs its tools, sends their results back (`tool` messages; function_call_output items),
+and takes the final answer. The model's replies
 are forced (`scripted`): what is under test is the wire, not the tiny model's judgement."""
 
 from __future__ import annotations
@@ -20,7 +21,10 @@ CALLS = ('<tool_call>\n{"name": "add", "arguments": {"a": 2, "b": 3}}\n</tool_ca
 ANSWER = "2 + 3 = 5 and 4 * 5 = 20."
 
 
-def make_agent(url: str, ran: list):
+API_MODELS = {"chat": "OpenAIChatCompletionsModel", "responses": "OpenAIResponsesModel"}
+
+
+def make_agent(url: str, ran: list, api: str):
     @agents.function_tool
     def add(a: int, b: int) -> int:
         """Add two integers."""
@@ -34,7 +38,7 @@ def make_agent(url: str, ran: list):
         return a * b
 
     client = openai.AsyncOpenAI(base_url=url + "/v1", api_key="EMPTY", max_retries=0)
-    model = agents.OpenAIChatCompletionsModel(model=TINY, openai_client=client)
+    model = getattr(agents, API_MODELS[api])(model=TINY, openai_client=client)
     return agents.Agent(name="calculator", instructions="Use the tools.", tools=[add, multiply], model=model)
 
 
@@ -51,9 +55,10 @@ def no_tracing():
     agents.set_tracing_disabled(True)  # traces would go to OpenAI's servers
 
 
-def test_an_agent_runs_two_tools_and_answers(tool_server, scripted):
+@pytest.mark.parametrize("api", API_MODELS)
+def test_an_agent_runs_two_tools_and_answers(tool_server, scripted, api):
     script, ran = scripted(CALLS, ANSWER), []
-    result = agents.Runner.run_sync(make_agent(tool_server.url, ran), "What are 2 + 3 and 4 * 5?")
+    result = agents.Runner.run_sync(make_agent(tool_server.url, ran, api), "What are 2 + 3 and 4 * 5?")
     assert result.final_output == ANSWER
     assert ran == [("add", 2, 3), ("multiply", 4, 5)]
     check_second_prompt(script)
@@ -62,11 +67,13 @@ def test_an_agent_runs_two_tools_and_answers(tool_server, scripted):
                                                                 ("multiply", {"a": 4, "b": 5})]
 
 
-def test_an_agent_streams_the_same_task(tool_server, scripted):
+@pytest.mark.parametrize("api", API_MODELS)
+def test_an_agent_streams_the_same_task(tool_server, scripted, api):
     script, ran = scripted(CALLS, ANSWER), []
 
     async def run():
-        streamed = agents.Runner.run_streamed(make_agent(tool_server.url, ran), "What are 2 + 3 and 4 * 5?")
+        agent = make_agent(tool_server.url, ran, api)
+        streamed = agents.Runner.run_streamed(agent, "What are 2 + 3 and 4 * 5?")
         async for _ in streamed.stream_events():
             pass
         return streamed.final_output

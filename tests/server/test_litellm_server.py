@@ -90,3 +90,25 @@ def test_litellm_gets_a_required_call_written_under_the_tools_grammar(tool_serve
     [call] = r.choices[0].message.tool_calls
     assert json.loads(call.function.arguments) in VALID[call.function.name]
     assert r.choices[0].finish_reason == "tool_calls"
+
+
+@pytest.mark.parametrize("stream", [False, True])
+def test_litellm_responses_api(server, stream):
+    """litellm.responses (the Responses API through litellm's openai provider) gets the chat API's text for
+    the same conversation, and its usage (16 tokens: litellm raises max_output_tokens to OpenAI's least)."""
+    import litellm
+
+    base = server.url + "/v1"
+    chat = litellm.completion(model="openai/tiny", api_base=base, api_key="EMPTY", messages=MESSAGES,
+                              max_tokens=16, temperature=0)
+    r = litellm.responses(model="openai/tiny", api_base=base, api_key="EMPTY", input=MESSAGES,
+                          max_output_tokens=16, temperature=0, stream=stream)
+    if stream:
+        events = list(r)
+        text = "".join(e.delta for e in events if e.type == "response.output_text.delta")
+        r = events[-1].response
+    else:
+        text = r.output[0].content[0].text
+    assert text == r.output[0].content[0].text == chat.choices[0].message.content
+    assert r.usage.input_tokens == chat.usage.prompt_tokens
+    assert r.usage.output_tokens == chat.usage.completion_tokens

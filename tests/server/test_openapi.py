@@ -13,7 +13,8 @@ import pytest
 
 from deltaserve.engine.server import ServerLimits
 
-GENERATION = ("/v1/chat/completions", "/v1/completions")
+GENERATION = {"/v1/chat/completions": "ChatCompletionRequest", "/v1/completions": "CompletionRequest",
+              "/v1/responses": "ResponsesRequest"}
 ERRORS = {"400", "404", "413", "500", "503"}
 # Each check: no 5xx; only declared statuses and content types; bodies match the declared schemas; data
 # that violates the schema is refused with a 4xx.
@@ -37,7 +38,7 @@ def schema(server) -> dict:
 
 def test_generation_routes_declare_their_body_and_every_error(schema):
     components = schema["components"]["schemas"]
-    for path, model in zip(GENERATION, ("ChatCompletionRequest", "CompletionRequest"), strict=True):
+    for path, model in GENERATION.items():
         op = schema["paths"][path]["post"]
         body = op["requestBody"]["content"]["application/json"]["schema"]
         assert op["requestBody"]["required"] and body == {"$ref": f"#/components/schemas/{model}"}
@@ -72,4 +73,4 @@ def test_schemathesis_finds_no_server_error(make_server, tmp_path):
            "--request-timeout", "60", "--report", "junit", "--report-dir", str(tmp_path)]
     run = subprocess.run(cmd, capture_output=True, text=True, timeout=400, cwd=tmp_path)
     assert run.returncode == 0, run.stdout[-6000:] + run.stderr[-2000:]
-    assert "9 passed" in run.stdout and "failed" not in run.stdout.split("SUMMARY")[-1], run.stdout[-3000:]
+    assert "12 passed" in run.stdout and "failed" not in run.stdout.split("SUMMARY")[-1], run.stdout[-3000:]
