@@ -1,11 +1,15 @@
-"""The grammar of a reply that must be tool calls (tool_choice "required" or a named function), so that the
-model writes them by construction: each call a JSON object naming one of the request's tools, with
-arguments that match that tool's parameters, in the `<tool_call>` blocks tool_parser.py reads.
+"""The grammars of replies with tool calls, so that the model writes its calls by construction: each call a
+JSON object naming one of the request's tools, with arguments that match that tool's parameters, in the
+`<tool_call>` blocks tool_parser.py reads.
 
-The reply is begun with `<tool_call>\\n` for the model (tool_use.py), and the grammar takes it from there:
-the call, its close, and then (unless the reply holds one call) more blocks or the end. Without it a small
-model asked for a call wrote one to a tool the request does not have (Qwen2.5-Coder-1.5B: 'greet', for a
-request whose only tool was get_weather), and the server could only answer 500.
+A reply that must be calls (tool_choice "required" or a named function) is begun with `<tool_call>\\n` for
+the model (tool_use.py), and the grammar takes it from there: the call, its close, and then (unless the
+reply holds one call) more blocks or the end. Without it a small model asked for a call wrote one to a tool
+the request does not have (Qwen2.5-Coder-1.5B: 'greet', for a request whose only tool was get_weather), and
+the server could only answer 500. A reply that may be calls (tool_choice auto) is free text where the tags
+are tokens of their own: each call block the model opens is held to the same grammar, and the text between
+is free (a text lexeme cannot hold an added token, so the tag is where the grammar takes over; a tag spelled
+as text could be written inside the free text, so there is no such grammar for it).
 
 A tag the tokenizer holds as one added token (`<tool_call>` is token 151657 for Qwen2.5) is named by its id:
 llguidance reads added tokens as special, not as the text they spell.
@@ -63,23 +67,36 @@ def _moved_refs(schema: Any, root: str) -> Any:
     return schema
 
 
+def is_token(terminal: str) -> bool:
+    """Whether a tag's terminal names one added token (tag_terminal)."""
+    return terminal.startswith("<[")
+
+
 def tool_call_grammar(tools: list[ToolDefinition], tags: tuple[str, str], one_call: bool,
-                      loose: bool = False) -> GrammarSpec:
+                      loose: bool = False, free_text: bool = False) -> GrammarSpec:
     """The reply after its `<tool_call>\\n`: a call, its close, then (unless `one_call`) more call blocks
-    or the end; a newline may follow the last close."""
+    or the end; a newline may follow the last close. `free_text` (tool_choice auto; tags that are tokens):
+    the whole reply, free text with call blocks in it (one at most with `one_call`)."""
     open_tag, close_tag = tags
-    more = "" if one_call else f' ("\\n" {open_tag} "\\n" call "\\n" {close_tag})* "\\n"?'
-    lark = (f'start: call "\\n" {close_tag}{more}\n'
-            f"call: %json {json.dumps(call_schema(tools, loose))}\n")
-    return GrammarSpec(kind="lark", source=lark)
+    block = f'{open_tag} "\\n" call "\\n" {close_tag}'
+    if free_text:
+        body = f"TEXT? ({block})?" if one_call else f"TEXT? ({block} TEXT?)*"
+        start = f"start: {body}\nTEXT: /(?s:.+)/\n"
+    else:
+        more = "" if one_call else f' ("\\n" {block})* "\\n"?'
+        start = f'start: call "\\n" {close_tag}{more}\n'
+    return GrammarSpec(kind="lark", source=start + f"call: %json {json.dumps(call_schema(tools, loose))}\n")
 
 
-def tool_call_grammars(tools: list[ToolDefinition], tags: tuple[str, str], one_call: bool
-                       ) -> tuple[GrammarSpec, ...]:
+def tool_call_grammars(tools: list[ToolDefinition], tags: tuple[str, str], one_call: bool,
+                       free_text: bool = False) -> tuple[GrammarSpec, ...]:
     """The grammars to try, in order: the tools' own parameters; then, where some tool has parameters, any
     object for the arguments (llguidance implements most of JSON Schema, not all: `not`, look-arounds in a
-    `pattern`; a strict tool's arguments are then checked after decoding, as without a grammar)."""
-    exact = tool_call_grammar(tools, tags, one_call)
+    `pattern`; a strict tool's arguments are then checked after decoding, as without a grammar). With
+    `free_text` (tool_choice auto), none where a tag is not a token of its own."""
+    if free_text and not all(map(is_token, tags)):
+        return ()
+    exact = tool_call_grammar(tools, tags, one_call, free_text=free_text)
     if all(t.function.parameters is None for t in tools):
         return (exact,)
-    return exact, tool_call_grammar(tools, tags, one_call, loose=True)
+    return exact, tool_call_grammar(tools, tags, one_call, loose=True, free_text=free_text)

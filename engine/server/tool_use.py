@@ -3,15 +3,17 @@
 Tools reach the model through its own chat template (transformers' `tools=`), so only a template that
 renders them in the `<tool_call>` form (template.py) can serve them; any other is a 400 naming `tools`, and
 so is a history with tool calls in it. tool_choice:
-    auto (the default)  tools in the prompt, calls read from the reply
+    auto (the default)  tools in the prompt, calls read from the reply; where the call tags are tokens of
+                        their own, decoded under a grammar of free text in which each call block the model
+                        opens is held to the tools' calls (tool_grammar.py)
     none                no tools in the prompt, the reply is plain content
     required            the reply is begun with `<tool_call>` for the model, and decoded under a grammar
                         (tool_grammar.py): calls to the request's tools, arguments as their schemas say
     a named function    the same, with that function alone; the reply ends with its call
-`parallel_tool_calls: false` ends the reply with its first call. The model writes every call itself. Where
-no grammar holds it (tool_choice auto), a reply that ends without the call it was asked for, a call to a
-function the request does not have, or arguments that break a `strict` tool's schema are an error (500),
-never a made-up or mended call.
+`parallel_tool_calls: false` ends the reply with its first call. The model writes every call itself. Where no
+grammar holds it (tool_choice auto with tags spelled as text, a call written in a ```json fence), a reply that
+ends without the call it was asked for, a call to a function the request does not have, or arguments that
+break a `strict` tool's schema are an error (500), never a made-up or mended call.
 """
 
 from __future__ import annotations
@@ -134,7 +136,9 @@ def tool_plan(req: ChatCompletionRequest, refused: str | None,
         plan = replace(plan, stop=(CLOSE,), one_call=True, schemas={name: schemas[name]})
         named = [t for t in tools if t.function.name == name]
         return _calls_required(plan, named, tags)
-    return plan
+    if tags is None:
+        return plan
+    return replace(plan, grammars=tool_call_grammars(tools, tags, one_call, free_text=True))
 
 
 def _calls_required(plan: ToolPlan, tools: list[ToolDefinition], tags: tuple[str, str]) -> ToolPlan:

@@ -1,6 +1,7 @@
-"""The grammar of a reply that must be tool calls, on a real tokenizer and llguidance: a tag the tokenizer
-holds as one added token is named by its id (llguidance reads added tokens as special, so the tag's text
-would refuse the very token the model writes), any other by its text."""
+"""The grammars of replies with tool calls, on a real tokenizer and llguidance: a tag the tokenizer holds as
+one added token is named by its id (llguidance reads added tokens as special, so the tag's text would refuse
+the very token the model writes), any other by its text; with tool_choice auto, text is free and each call
+block the model opens is held to the tools' calls."""
 
 from __future__ import annotations
 
@@ -9,7 +10,12 @@ from transformers import AutoTokenizer
 
 from deltaserve.engine.constraints.grammar import GrammarCompiler
 from deltaserve.engine.server.openai_protocol import ToolDefinition
-from deltaserve.engine.server.tool_grammar import tag_terminal, tool_call_grammar, tool_tags
+from deltaserve.engine.server.tool_grammar import (
+    tag_terminal,
+    tool_call_grammar,
+    tool_call_grammars,
+    tool_tags,
+)
 from deltaserve.testing.tiny_model import smollm2_tokenizer_dir
 
 CITY = ToolDefinition.model_validate({"type": "function", "function": {
@@ -71,3 +77,37 @@ def test_a_schema_with_its_own_definitions_keeps_them(tokenizers):
 
     assert move('{"x": 1}')
     assert not move('{"x": 2}')  # the definition holds, not a loose object
+
+
+def auto_constraint(tokenizer, tools=(CITY,), one_call=False):
+    """tool_choice auto's grammar (the tools' parameters, the first of tool_call_grammars)."""
+    compiler = GrammarCompiler(tokenizer, len(tokenizer), [tokenizer.eos_token_id])
+    grammars = tool_call_grammars(list(tools), tool_tags(tokenizer), one_call, free_text=True)
+    return compiler.compile(grammars[0])
+
+
+def feed(constraint, tokenizer, text: str) -> bool:
+    return all(constraint.accept(t) for t in tokenizer.encode(text, add_special_tokens=False))
+
+
+def test_auto_leaves_text_free_and_holds_each_call_it_opens(tokenizers):
+    """tool_choice auto where the tags are tokens of their own: text as the model likes, and from the open
+    tag a call to one of the tools, its head forced (drafted whole)."""
+    _, tagged = tokenizers
+    text = "Let me look that up; it may rain <b>today</b>.\n"
+    plain_reply = auto_constraint(tagged)
+    assert feed(plain_reply, tagged, text) and plain_reply.accept(tagged.eos_token_id)
+    calls = auto_constraint(tagged)
+    assert feed(calls, tagged, text + "<tool_call>")
+    assert tagged.decode(calls.forced_tokens()) == '\n{"name": "get_weather", "arguments": {"city":'
+    assert feed(calls, tagged, "\n" + CALL + "\nDone.")
+    rocket = CALL.replace("get_weather", "launch_rocket")
+    assert not feed(auto_constraint(tagged), tagged, text + "<tool_call>\n" + rocket)
+    assert not feed(auto_constraint(tagged), tagged, "<tool_call>\n" + CALL.replace('"city"', '"town"'))
+
+
+def test_auto_has_no_grammar_where_a_tag_is_text(tokenizers):
+    """A tag spelled as text could be written inside the free text: no grammar, the reply is checked after."""
+    plain, tagged = tokenizers
+    assert tool_call_grammars([CITY], tool_tags(plain), False, free_text=True) == ()
+    assert len(tool_call_grammars([CITY], tool_tags(tagged), False, free_text=True)) == 2
