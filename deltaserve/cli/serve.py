@@ -36,6 +36,8 @@ then, from any OpenAI client:
        -H 'content-type: application/json' \\
        -d '{"model": "smollm2-135m",
             "messages": [{"role": "user", "content": "hi"}]}'
+  curl http://127.0.0.1:8000/v1/responses -H 'content-type: application/json' \\
+       -d '{"model": "smollm2-135m", "input": "hi"}'
   deltaserve fix path/to/repo --task "..." --model openai/smollm2-135m \\
        --api-base http://127.0.0.1:8000/v1
 
@@ -43,7 +45,8 @@ Every response carries usage.prompt_tokens_details.cached_tokens (prefix-cache
 hits) and a `metrics` object."""
 
 DESCRIPTION = ("Serve a model over an OpenAI-compatible HTTP API (/v1/chat/completions with tool calls, "
-               "/v1/completions, /v1/models, /tokenize, /detokenize, /health, /metrics, /stats). The model "
+               "/v1/responses (the Responses API of the OpenAI Agents SDK and Codex), /v1/completions, "
+               "/v1/models, /tokenize, /detokenize, /health, /metrics, /stats). The model "
                "is loaded once; requests join the running batch and stream tokens as they decode. A request "
                "field the server does not implement is a 400 naming it.")
 
