@@ -31,10 +31,11 @@ NAMES_WITHOUT_EXTENSION = frozenset({
     "Makefile", "makefile", "GNUmakefile", "Dockerfile", "Containerfile", "Jenkinsfile", "Vagrantfile",
     "Gemfile", "Rakefile", "Procfile", "Justfile", "justfile", "Brewfile", "Pipfile", "CODEOWNERS", "LICENSE",
     "README", "CHANGELOG", "NOTICE", "AUTHORS", "MANIFEST"})
-# `@@ -S,L +T,M @@ rest`, numbers optional; without numbers anything may stand between the @@s (`@@ ... @@`,
-# the placeholder many models and aider's prompts write)
+# `@@ -S,L +T,M @@ rest`, numbers optional; without numbers anything may stand after the @@, closed or not
+# (`@@ ... @@`, the placeholder many models and aider's prompts write; a lone @ too, as in `@@ @cache def f`:
+# a header not read as one left its hunk's lines without a header, and the diff without hunks)
 _HUNK_HEADER = re.compile(
-    r"^@@+\s*(?:(?:-(?P<s>\d+)(?:,(?P<sl>\d+))?)?\s*(?:\+(?P<t>\d+)(?:,(?P<tl>\d+))?)?|[^@]*?)"
+    r"^@@+\s*(?:(?:-(?P<s>\d+)(?:,(?P<sl>\d+))?)?\s*(?:\+(?P<t>\d+)(?:,(?P<tl>\d+))?)?|.*?)"
     r"\s*(?:@@+(?P<rest>.*))?$"
 )
 _GIT_HEADER = re.compile(r"^diff --git (?P<rest>.+)$")

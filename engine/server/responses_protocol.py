@@ -230,6 +230,7 @@ class TextFormat(BaseModel):
 class TextConfig(BaseModel):
     model_config = REQUEST
     format: TextFormat | None = None
+    verbosity: Literal["medium"] | None = None  # the API's default; low and high ask what no template renders
 
 
 class Reasoning(BaseModel):

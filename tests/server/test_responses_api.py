@@ -175,6 +175,7 @@ def test_a_stored_response_is_read_back_and_deleted(openai_client):
     ({"text": {"format": {"type": "json_schema", "schema": {"type": "object"}}}}, "text.format"),
     ({"top_logprobs": 2}, "top_logprobs"),
     ({"background": True}, "background"),
+    ({"text": {"verbosity": "low"}}, "text.verbosity"),
 ])
 def test_what_is_not_served_is_a_400_naming_it(server, extra, param):
     body = {"model": TINY, "input": "Hi", "max_output_tokens": 4, **extra}

@@ -79,6 +79,12 @@ CASES = [
     Case("at_at_with_placeholder_between", {"calc.py": CALC},  # the `@@ ... @@` many models write
          "--- a/calc.py\n+++ b/calc.py\n@@ ... @@\n def add(a, b):\n-    return a + b\n+    return b + a\n",
          {"calc.py": CALC.replace("return a + b", "return b + a")}, ["exact"]),
+    Case("at_at_header_text_with_a_lone_at", {"calc.py": CALC},  # a decorator or an email in the header
+         "--- a/calc.py\n+++ b/calc.py\n@@ @cache def add @@\n def add(a, b):\n-    return a + b\n"
+         "+    return b + a\n", {"calc.py": CALC.replace("return a + b", "return b + a")}, ["exact"]),
+    Case("at_at_header_text_with_a_lone_at_and_no_close", {"calc.py": CALC},
+         "--- a/calc.py\n+++ b/calc.py\n@@ add @ calc\n def add(a, b):\n-    return a + b\n"
+         "+    return b + a\n", {"calc.py": CALC.replace("return a + b", "return b + a")}, ["exact"]),
     # hunks without line numbers whose text repeats: the diff's order places them (real commits, stripped
     # of their numbers, hit this in test files full of alike parametrize blocks)
     Case("ambiguous_hunk_placed_by_the_next_one", {"dup.py": DUP},
