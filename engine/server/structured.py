@@ -17,20 +17,30 @@ from deltaserve.errors import APIError
 
 
 def grammar_spec(req: SamplingRequest) -> GrammarSpec | None:
+    """The grammar of the request's structured output, or None: none asked, or a response_format beside
+    tools the model may call, which the tool plan's grammar holds (an answer in the format, or calls)."""
     fmt = req.response_format if isinstance(req, ChatCompletionRequest) else None
     wants_format = fmt is not None and fmt.type != "text"
     outputs = req.structured_outputs
     if wants_format and outputs is not None:
         raise APIError(400, "response_format and structured_outputs cannot both be given",
                        param="structured_outputs")
-    if wants_format or outputs is not None:
-        calls_tools = isinstance(req, ChatCompletionRequest) and req.tools and req.tool_choice != "none"
-        if calls_tools:
-            raise APIError(400, "a structured output cannot be combined with tools the model may call (set "
-                                "tool_choice to \"none\" or drop the tools)", param="response_format")
+    calls_tools = isinstance(req, ChatCompletionRequest) and req.tools and req.tool_choice != "none"
+    if outputs is not None and calls_tools:
+        raise APIError(400, "structured_outputs cannot be combined with tools the model may call (set "
+                            "tool_choice to \"none\", drop the tools, or use response_format)",
+                       param="structured_outputs")
     if wants_format:
-        return format_spec(fmt)
+        return None if calls_tools else format_spec(fmt)
     return None if outputs is None else outputs_spec(outputs)
+
+
+def answer_schema(fmt: ResponseFormat | None) -> dict | None:
+    """The JSON schema a response_format asks of an answer (json_object: any object); None for text."""
+    if fmt is None or fmt.type == "text":
+        return None
+    schema = fmt.json_schema.schema_ if fmt.json_schema is not None else None
+    return schema if schema is not None else {"type": "object"}
 
 
 def format_spec(fmt: ResponseFormat) -> GrammarSpec | None:

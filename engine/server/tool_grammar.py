@@ -72,14 +72,20 @@ def is_token(terminal: str) -> bool:
     return terminal.startswith("<[")
 
 
-def tool_call_grammar(tools: list[ToolDefinition], tags: tuple[str, str], one_call: bool,
-                      loose: bool = False, free_text: bool = False) -> GrammarSpec:
+def tool_call_grammar(tools: list[ToolDefinition], tags: tuple[str, str], one_call: bool, loose: bool = False,
+                      free_text: bool = False, answer: dict | None = None) -> GrammarSpec:
     """The reply after its `<tool_call>\\n`: a call, its close, then (unless `one_call`) more call blocks
     or the end; a newline may follow the last close. `free_text` (tool_choice auto; tags that are tokens):
-    the whole reply, free text with call blocks in it (one at most with `one_call`)."""
+    the whole reply, free text with call blocks in it (one at most with `one_call`). `answer` (tool_choice
+    auto with a response_format: its JSON schema): the whole reply, an answer in that schema or call blocks
+    (an answer's `{` and a block's tag tell them apart from the first character, tags spelled as text too)."""
     open_tag, close_tag = tags
     block = f'{open_tag} "\\n" call "\\n" {close_tag}'
-    if free_text:
+    blocks = block if one_call else f'{block} ("\\n" {block})* "\\n"?'
+    if answer is not None:
+        answer = {"x-guidance": JSON_OPTIONS, **answer}
+        start = f"start: answer | {blocks}\nanswer: %json {json.dumps(answer)}\n"
+    elif free_text:
         body = f"TEXT? ({block})?" if one_call else f"TEXT? ({block} TEXT?)*"
         start = f"start: {body}\nTEXT: /(?s:.+)/\n"
     else:
@@ -89,14 +95,14 @@ def tool_call_grammar(tools: list[ToolDefinition], tags: tuple[str, str], one_ca
 
 
 def tool_call_grammars(tools: list[ToolDefinition], tags: tuple[str, str], one_call: bool,
-                       free_text: bool = False) -> tuple[GrammarSpec, ...]:
+                       free_text: bool = False, answer: dict | None = None) -> tuple[GrammarSpec, ...]:
     """The grammars to try, in order: the tools' own parameters; then, where some tool has parameters, any
     object for the arguments (llguidance implements most of JSON Schema, not all: `not`, look-arounds in a
     `pattern`; a strict tool's arguments are then checked after decoding, as without a grammar). With
-    `free_text` (tool_choice auto), none where a tag is not a token of its own."""
-    if free_text and not all(map(is_token, tags)):
+    `free_text` (tool_choice auto) and no `answer`, none where a tag is not a token of its own."""
+    if free_text and answer is None and not all(map(is_token, tags)):
         return ()
-    exact = tool_call_grammar(tools, tags, one_call, free_text=free_text)
+    exact = tool_call_grammar(tools, tags, one_call, free_text=free_text, answer=answer)
     if all(t.function.parameters is None for t in tools):
         return (exact,)
-    return exact, tool_call_grammar(tools, tags, one_call, loose=True, free_text=free_text)
+    return exact, tool_call_grammar(tools, tags, one_call, loose=True, free_text=free_text, answer=answer)

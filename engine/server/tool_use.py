@@ -5,7 +5,8 @@ renders them in the `<tool_call>` form (template.py) can serve them; any other i
 so is a history with tool calls in it. tool_choice:
     auto (the default)  tools in the prompt, calls read from the reply; where the call tags are tokens of
                         their own, decoded under a grammar of free text in which each call block the model
-                        opens is held to the tools' calls (tool_grammar.py)
+                        opens is held to the tools' calls (tool_grammar.py); with a response_format, under
+                        one of an answer in that format or calls (structured.py leaves the format to it)
     none                no tools in the prompt, the reply is plain content
     required            the reply is begun with `<tool_call>` for the model, and decoded under a grammar
                         (tool_grammar.py): calls to the request's tools, arguments as their schemas say
@@ -32,6 +33,7 @@ from deltaserve.engine.server.openai_protocol import (
     ToolCall,
     ToolDefinition,
 )
+from deltaserve.engine.server.structured import answer_schema
 from deltaserve.engine.server.tool_grammar import tool_call_grammars
 from deltaserve.engine.server.tool_parser import CLOSE, OPEN
 from deltaserve.errors import APIError
@@ -138,7 +140,8 @@ def tool_plan(req: ChatCompletionRequest, refused: str | None,
         return _calls_required(plan, named, tags)
     if tags is None:
         return plan
-    return replace(plan, grammars=tool_call_grammars(tools, tags, one_call, free_text=True))
+    answer = answer_schema(req.response_format)  # the reply: an answer in this format, or calls
+    return replace(plan, grammars=tool_call_grammars(tools, tags, one_call, free_text=True, answer=answer))
 
 
 def _calls_required(plan: ToolPlan, tools: list[ToolDefinition], tags: tuple[str, str]) -> ToolPlan:

@@ -237,3 +237,27 @@ def test_parameters_the_grammar_library_cannot_compile_still_get_calls(tool_clie
         assert name == "set_unit" and isinstance(arguments, dict)
     else:
         assert choice.finish_reason == "length"
+
+
+def test_a_response_format_beside_tools_is_an_answer_in_it_or_calls(tool_client):
+    """tool_choice auto with a json_schema response_format (what an agent library sends for a typed final
+    output): sampled under one grammar, each choice is an answer in the schema or calls to the tools.
+    Before, a 400: "a structured output cannot be combined with tools"."""
+    schema = {"type": "object", "properties": {"done": {"type": "boolean"}}, "required": ["done"],
+              "additionalProperties": False}
+    fmt = {"type": "json_schema", "json_schema": {"name": "result", "schema": schema, "strict": True}}
+    r = tool_client.chat.completions.create(model=TINY, messages=ASK, tools=[THERMO, ALARM],
+                                            response_format=fmt, n=6, temperature=1.0, seed=9, max_tokens=40,
+                                            parallel_tool_calls=False)
+    kinds = set()
+    for choice in r.choices:
+        if choice.finish_reason == "tool_calls":
+            [(name, arguments)] = calls_of(choice.message)
+            assert arguments in VALID[name]
+            kinds.add("call")
+        elif choice.finish_reason == "stop":
+            assert json.loads(choice.message.content) in ({"done": True}, {"done": False})
+            kinds.add("answer")
+        else:  # cut by max_tokens: a random model may still be writing
+            assert choice.finish_reason == "length"
+    assert kinds, [c.message for c in r.choices]

@@ -111,3 +111,22 @@ def test_auto_has_no_grammar_where_a_tag_is_text(tokenizers):
     plain, tagged = tokenizers
     assert tool_call_grammars([CITY], tool_tags(plain), False, free_text=True) == ()
     assert len(tool_call_grammars([CITY], tool_tags(tagged), False, free_text=True)) == 2
+
+
+def test_auto_with_a_response_format_is_an_answer_or_calls(tokenizers):
+    """tool_choice auto beside a response_format: the reply is an answer in the format or call blocks,
+    told apart from the first character (tags spelled as text too)."""
+    plain, _ = tokenizers
+    schema = {"type": "object", "properties": {"city": {"enum": ["Oslo", "Paris"]}}, "required": ["city"],
+              "additionalProperties": False}
+    compiler = GrammarCompiler(plain, len(plain), [plain.eos_token_id])
+
+    def reply(text: str) -> bool:
+        [exact, _] = tool_call_grammars([CITY], tool_tags(plain), False, free_text=True, answer=schema)
+        return feed(compiler.compile(exact), plain, text)
+
+    assert reply('{"city": "Oslo"}')
+    assert reply("<tool_call>\n" + CALL)
+    assert not reply('{"city": "Rome"}')  # the answer holds to its schema
+    assert not reply("Sure, Oslo.")  # no free text
+    assert not reply("<tool_call>\n" + CALL.replace("get_weather", "launch_rocket"))
