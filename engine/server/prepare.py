@@ -21,7 +21,7 @@ from deltaserve.engine.constraints import GrammarSpec
 from deltaserve.engine.sampler import SamplingParams
 from deltaserve.engine.server.limits import ServerLimits
 from deltaserve.engine.server.openai_protocol import SamplingRequest
-from deltaserve.engine.server.structured import grammar_spec
+from deltaserve.engine.server.structured import format_spec, grammar_spec
 from deltaserve.errors import APIError, InvalidRequestError
 
 # A token covers at most as many characters of normalized text as its vocabulary entry is long; a normalizer
@@ -157,10 +157,17 @@ class PromptPreparer:
                 return candidate
             except InvalidRequestError as exc:
                 first_error = first_error or exc
-        if first_error is not None:
-            raise APIError(400, f"tools: the calls cannot be decoded under these tools' parameters: "
-                                f"{first_error}", param="tools", code="invalid_grammar") from first_error
-        return None
+        if first_error is None:
+            return None
+        fmt = getattr(req, "response_format", None)
+        if fmt is not None and fmt.type != "text":  # the answer's schema in the tools' grammar: is it that?
+            try:
+                await self.run(self.engine.grammars.check, format_spec(fmt))
+            except InvalidRequestError as exc:
+                raise APIError(400, f"response_format: {exc}", param="response_format",
+                               code="invalid_grammar") from exc
+        raise APIError(400, f"tools: the calls cannot be decoded under these tools' parameters: "
+                            f"{first_error}", param="tools", code="invalid_grammar") from first_error
 
     def close(self) -> None:
         self._pool.shutdown(wait=False, cancel_futures=True)

@@ -99,6 +99,16 @@ def test_a_format_beside_callable_tools_is_an_answer_or_calls_and_the_extension_
         assert r.status_code == 400 and r.json()["error"]["param"] == "structured_outputs", r.text
 
 
+def test_a_format_beside_tools_that_cannot_be_decoded_is_a_400_naming_it(tool_server):
+    """The format's schema goes into the tools' grammar; where it is what cannot compile, the 400 names
+    response_format, not tools."""
+    tools = [{"type": "function", "function": {"name": "f", "parameters": {"type": "object"}}}]
+    fmt = {"type": "json_schema", "json_schema": {"name": "x", "schema": {"not": {"type": "integer"}}}}
+    body = {"model": TINY, "messages": MESSAGES, "max_tokens": 4, "tools": tools, "response_format": fmt}
+    r = httpx.post(tool_server.url + "/v1/chat/completions", json=body, timeout=60)
+    assert r.status_code == 400 and r.json()["error"]["param"] == "response_format", r.text
+
+
 def test_the_sdk_sees_a_bad_schema_as_bad_request(openai_client):
     with pytest.raises(openai.BadRequestError):
         openai_client.chat.completions.create(
