@@ -27,7 +27,17 @@ def sse(data: dict) -> str:
     return "data: " + json.dumps(data) + "\n\n"
 
 
-class ChatChunks:
+class DataChunks:
+    """How the chat and text completion streams end: [DONE], after the error envelope where one failed."""
+
+    def failure(self, body: dict) -> str:
+        return sse(body)
+
+    def closing(self) -> list[str]:
+        return [DONE]
+
+
+class ChatChunks(DataChunks):
     """The events of one streaming chat completion: a role chunk per choice, each reply's deltas (content,
     tool call pieces: see chat_reply.py), finish chunks; `texts` when the request asked for logprobs."""
 
@@ -76,14 +86,9 @@ class ChatChunks:
     def usage(self, usage: Usage, rm: ResponseMetrics) -> str:
         return self.chunk([], usage=usage, metrics=rm)
 
-    def failure(self, body: dict) -> str:
-        return sse(body)  # the error envelope as the stream's last data event, then [DONE]
-
-    def closing(self) -> list[str]:
-        return [DONE]
 
 
-class TextChunks:
+class TextChunks(DataChunks):
     """The events of one streaming text completion: a chunk per output that has text or finishes a choice;
     `texts` when the request asked for logprobs (their text offsets go on from chunk to chunk)."""
 
@@ -129,8 +134,3 @@ class TextChunks:
     def usage(self, usage: Usage, rm: ResponseMetrics) -> str:
         return self.chunk([], usage, rm)
 
-    def failure(self, body: dict) -> str:
-        return sse(body)  # the error envelope as the stream's last data event, then [DONE]
-
-    def closing(self) -> list[str]:
-        return [DONE]

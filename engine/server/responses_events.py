@@ -42,10 +42,7 @@ class ResponseEvents:
 
     def for_output(self, index: int, out: Any) -> list[str]:
         """The events of one engine output; raises an APIError when a finished reply breaks its tool plan."""
-        changes = [e for delta in self.reply.feed(out.new_text or "", final=out.finished)
-                   for e in self.items.add(delta)]
-        if out.finished:
-            changes += self.items.finish(self.reply.finish_reason(out.finish_reason))
+        changes = self.items.read(self.reply, out.new_text or "", out.finish_reason if out.finished else None)
         return [self.event(kind, fields) for kind, fields in changes]
 
     def usage(self, usage: Usage, rm: ResponseMetrics) -> str:

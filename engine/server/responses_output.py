@@ -13,6 +13,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, Field
 
+from deltaserve.engine.server.chat_reply import ChatReply
 from deltaserve.engine.server.openai_protocol import DeltaMessage, ResponseMetrics, Usage, now
 from deltaserve.engine.server.responses_protocol import ItemStatus, ResponsesRequest
 
@@ -141,7 +142,16 @@ class OutputItems:
         self.status: ItemStatus = "in_progress"
         self._open: OutputMessage | OutputFunctionCall | None = None
         self._calls: dict[int, OutputFunctionCall] = {}  # by the parser's call index
+        self._index: dict[str, int] = {}  # each item's place in `items`, by its id
         self._held = ""  # whitespace not yet in any message
+
+    def read(self, reply: ChatReply, text: str, finish_reason: str | None = None) -> list[Event]:
+        """The events of the reply's next piece of text; `finish_reason` (the engine's) where it is the last
+        (raises an APIError when the finished reply breaks its tool plan: ChatReply.finish_reason)."""
+        events = [e for delta in reply.feed(text, final=finish_reason is not None) for e in self.add(delta)]
+        if finish_reason is not None:
+            events += self.finish(reply.finish_reason(finish_reason))
+        return events
 
     def add(self, delta: DeltaMessage) -> list[Event]:
         events = self._text(delta.content) if delta.content else []
@@ -188,9 +198,10 @@ class OutputItems:
                                                 "logprobs": []})]
 
     def _start(self, item: OutputMessage | OutputFunctionCall) -> list[Event]:
+        self._index[item.id] = len(self.items)
         self.items.append(item)
         self._open = item
-        added = {"output_index": len(self.items) - 1, "item": item.model_dump()}
+        added = {"output_index": self._index[item.id], "item": item.model_dump()}
         return [("response.output_item.added", added)]
 
     def _close(self, status: ItemStatus = "completed") -> list[Event]:
@@ -211,4 +222,4 @@ class OutputItems:
                                                         "item": item.model_dump()})]
 
     def _where(self, item: OutputMessage | OutputFunctionCall) -> dict[str, Any]:
-        return {"item_id": item.id, "output_index": self.items.index(item)}
+        return {"item_id": item.id, "output_index": self._index[item.id]}

@@ -77,9 +77,7 @@ async def create_response(request: Request, ctx: Serving) -> Response:
         return event_stream(choices, ResponseEvents(response, reply, keep), ctx.metrics)
     outputs = await run_to_end(request, choices, ctx.metrics)
     items = OutputItems()
-    for delta in reply.feed(outputs[0].text, final=True):
-        items.add(delta)
-    items.finish(reply.finish_reason(choices.streams[0].last.finish_reason))
+    items.read(reply, outputs[0].text, choices.streams[0].last.finish_reason)
     done = response.finished(items, *choices.usage())
     keep(done)
     return JSONResponse(done.model_dump())

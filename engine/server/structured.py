@@ -6,6 +6,7 @@ from __future__ import annotations
 import re
 
 from deltaserve.engine.constraints import GrammarSpec
+from deltaserve.engine.constraints.spec import ANY_OBJECT
 from deltaserve.engine.server.openai_protocol import (
     ChatCompletionRequest,
     EditsConstraint,
@@ -40,15 +41,13 @@ def answer_schema(fmt: ResponseFormat | None) -> dict | None:
     if fmt is None or fmt.type == "text":
         return None
     schema = fmt.json_schema.schema_ if fmt.json_schema is not None else None
-    return schema if schema is not None else {"type": "object"}
+    return schema if schema is not None else ANY_OBJECT
 
 
 def format_spec(fmt: ResponseFormat) -> GrammarSpec | None:
     """A response_format's grammar (None for text)."""
-    if fmt.type == "text":
-        return None
-    schema = fmt.json_schema.schema_ if fmt.json_schema is not None else None
-    return GrammarSpec.json_object() if schema is None else GrammarSpec(kind="json_schema", source=schema)
+    schema = answer_schema(fmt)
+    return None if schema is None else GrammarSpec(kind="json_schema", source=schema)
 
 
 def outputs_spec(outputs: StructuredOutputs) -> GrammarSpec:

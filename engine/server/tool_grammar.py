@@ -22,10 +22,9 @@ from typing import Any
 
 from deltaserve.engine.constraints import GrammarSpec
 from deltaserve.engine.constraints.grammar import JSON_OPTIONS
+from deltaserve.engine.constraints.spec import ANY_OBJECT
 from deltaserve.engine.server.openai_protocol import ToolDefinition
 from deltaserve.engine.server.tool_parser import CLOSE, OPEN
-
-ANY_ARGUMENTS: dict[str, Any] = {"type": "object"}
 
 
 def tag_terminal(tokenizer: Any, tag: str) -> str:
@@ -48,7 +47,7 @@ def call_schema(tools: list[ToolDefinition], loose: bool = False) -> dict[str, A
     calls, defs = [], {}
     for i, tool in enumerate(tools):
         fn = tool.function
-        arguments = ANY_ARGUMENTS
+        arguments = ANY_OBJECT
         if fn.parameters is not None and not loose:
             defs[f"tool{i}"] = _moved_refs(fn.parameters, f"#/$defs/tool{i}")
             arguments = {"$ref": f"#/$defs/tool{i}"}
@@ -81,15 +80,14 @@ def tool_call_grammar(tools: list[ToolDefinition], tags: tuple[str, str], one_ca
     (an answer's `{` and a block's tag tell them apart from the first character, tags spelled as text too)."""
     open_tag, close_tag = tags
     block = f'{open_tag} "\\n" call "\\n" {close_tag}'
-    blocks = block if one_call else f'{block} ("\\n" {block})* "\\n"?'
+    more = "" if one_call else f' ("\\n" {block})* "\\n"?'  # after a first block: more, or the end
     if answer is not None:
         answer = {"x-guidance": JSON_OPTIONS, **answer}
-        start = f"start: answer | {blocks}\nanswer: %json {json.dumps(answer)}\n"
+        start = f"start: answer | {block}{more}\nanswer: %json {json.dumps(answer)}\n"
     elif free_text:
         body = f"TEXT? ({block})?" if one_call else f"TEXT? ({block} TEXT?)*"
         start = f"start: {body}\nTEXT: /(?s:.+)/\n"
     else:
-        more = "" if one_call else f' ("\\n" {block})* "\\n"?'
         start = f'start: call "\\n" {close_tag}{more}\n'
     return GrammarSpec(kind="lark", source=start + f"call: %json {json.dumps(call_schema(tools, loose))}\n")
 
