@@ -436,10 +436,11 @@ class Engine:
         if p.stop and len(seq.text) > old_len:
             longest = max(len(s) for s in p.stop)
             start = max(0, old_len - longest + 1)
-            hits = [i for i in (seq.text.find(s, start) for s in p.stop if s) if i >= 0]
+            hits = [(i, s) for i, s in ((seq.text.find(s, start), s) for s in p.stop if s) if i >= 0]
             if hits:
-                seq.text = seq.text[: min(hits)]
-                seq.finish("stop")
+                at, stop = min(hits, key=lambda hit: hit[0])
+                seq.text = seq.text[:at]
+                seq.finish("stop", stop_string=stop)
                 return
         if tok in self.eos_token_ids and not p.ignore_eos:
             seq.finish("stop")

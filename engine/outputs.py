@@ -63,6 +63,7 @@ class RequestOutput(BaseModel):
     new_text: str  # delta since the previous output, for streaming
     finished: bool
     finish_reason: str | None = None  # "stop" | "length" | "abort" | "error"
+    stop_string: str | None = None  # the stop string that ended it (finish_reason "stop"), where one did
     error: str | None = None
     metrics: RequestMetrics
     # when the request asked for logprobs (SamplingParams.logprobs): one per generated token so far, and

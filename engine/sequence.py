@@ -29,6 +29,7 @@ class Sequence:
         self.constraint = constraint  # which tokens it may emit next (engine/constraints), or None
         self.status = Status.WAITING
         self.finish_reason: str | None = None
+        self.stop_string: str | None = None  # the stop string that ended the output, where one did
         self.error: str | None = None
 
         # KV state: tokens [0, num_computed_tokens) have their K/V in the blocks of block_table.
@@ -84,10 +85,11 @@ class Sequence:
             self.logprobs.append(logprob)
             self.new_logprobs.append(logprob)
 
-    def finish(self, reason: str, error: str | None = None) -> None:
+    def finish(self, reason: str, error: str | None = None, stop_string: str | None = None) -> None:
         self.status = Status.FINISHED
         self.finish_reason = reason
         self.error = error
+        self.stop_string = stop_string
         self.finish_time = time.perf_counter()
 
     def make_output(self, held_back: int = 0) -> RequestOutput:
@@ -111,6 +113,7 @@ class Sequence:
             new_text=new_text,
             finished=self.finished,
             finish_reason=self.finish_reason,
+            stop_string=self.stop_string,
             error=self.error,
             metrics=m.model_copy(update={"itl_s": list(m.itl_s)}),
             logprobs=None if self.logprobs is None else list(self.logprobs),

@@ -31,13 +31,16 @@ EXAMPLES = """examples:
   deltaserve serve --model model.Q4_1.gguf --port 8001 --max-num-seqs 8
   deltaserve serve --chat-template hermes_tools.jinja --api-key s3cret
 
-then, from any OpenAI client:
+then, from any OpenAI or Anthropic client:
   curl http://127.0.0.1:8000/v1/chat/completions \\
        -H 'content-type: application/json' \\
        -d '{"model": "smollm2-135m",
             "messages": [{"role": "user", "content": "hi"}]}'
   curl http://127.0.0.1:8000/v1/responses -H 'content-type: application/json' \\
        -d '{"model": "smollm2-135m", "input": "hi"}'
+  # Claude Code, on a server with --model qwen2.5-coder-1.5b (its prompt is ~12k tokens)
+  ANTHROPIC_BASE_URL=http://127.0.0.1:8000 ANTHROPIC_API_KEY=EMPTY \\
+       ANTHROPIC_MODEL=qwen2.5-coder-1.5b CLAUDE_CODE_MAX_OUTPUT_TOKENS=2048 claude
   deltaserve fix path/to/repo --task "..." --model openai/smollm2-135m \\
        --api-base http://127.0.0.1:8000/v1
 
@@ -45,7 +48,8 @@ Every response carries usage.prompt_tokens_details.cached_tokens (prefix-cache
 hits) and a `metrics` object."""
 
 DESCRIPTION = ("Serve a model over an OpenAI-compatible HTTP API (/v1/chat/completions with tool calls, "
-               "/v1/responses (the Responses API of the OpenAI Agents SDK and Codex), /v1/completions, "
+               "/v1/responses (the Responses API of the OpenAI Agents SDK and Codex), /v1/messages "
+               "(Anthropic's Messages API, Claude Code's), /v1/completions, "
                "/v1/models, /tokenize, /detokenize, /health, /metrics, /stats). The model "
                "is loaded once; requests join the running batch and stream tokens as they decode. A request "
                "field the server does not implement is a 400 naming it.")

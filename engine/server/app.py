@@ -9,7 +9,7 @@ from typing import Any
 from fastapi import FastAPI
 
 from deltaserve.engine.async_engine import AsyncEngine
-from deltaserve.engine.server import routes_openai, routes_ops, routes_responses, tokenize
+from deltaserve.engine.server import routes_messages, routes_openai, routes_ops, routes_responses, tokenize
 from deltaserve.engine.server.auth import APIKeyCheck
 from deltaserve.engine.server.context import ServingContext
 from deltaserve.engine.server.errors import install_error_handlers
@@ -60,6 +60,7 @@ def create_app(engine: Any, *, served_model_name: str | None = None, limits: Ser
         app.add_middleware(APIKeyCheck, api_key=api_key, metrics=serving.metrics)
     app.include_router(routes_openai.router)
     app.include_router(routes_responses.router)
+    app.include_router(routes_messages.router)
     app.include_router(tokenize.router)
     app.include_router(routes_ops.router)
     return app

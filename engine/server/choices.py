@@ -92,10 +92,16 @@ async def submit(ctx: ServingContext, req: SamplingRequest, prompts: list[Any], 
     return choices
 
 
+def chat_prompt(ctx: ServingContext, req: ChatCompletionRequest) -> tuple[ToolPlan, ChatPrompt]:
+    """A chat request's tool plan and prompt: its messages through the chat template, with the tools the plan
+    puts in the prompt, the reply begun as the plan says."""
+    plan = tool_plan(req, ctx.tools_refused, ctx.tool_tags)
+    return plan, ChatPrompt([m.for_template() for m in req.messages], plan.tools, plan.prefill)
+
+
 async def submit_chat(ctx: ServingContext, req: ChatCompletionRequest,
                       arrived: float) -> tuple[ToolPlan, Choices]:
-    """A chat request's tool plan and its choices: its messages through the chat template, with the tools the
-    plan puts in the prompt, the reply begun as the plan says and decoded under its grammar."""
-    plan = tool_plan(req, ctx.tools_refused, ctx.tool_tags)
-    prompt = ChatPrompt([m.for_template() for m in req.messages], plan.tools, plan.prefill)
+    """A chat request's tool plan and its choices: its prompt (chat_prompt), the reply decoded under the
+    plan's grammar."""
+    plan, prompt = chat_prompt(ctx, req)
     return plan, await submit(ctx, req, [prompt], arrived, plan.stop, plan.grammars)

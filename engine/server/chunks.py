@@ -10,6 +10,7 @@ from typing import Any
 
 from deltaserve.engine.outputs import TokenLogprob
 from deltaserve.engine.server.chat_reply import ChatReply
+from deltaserve.engine.server.errors import error_body
 from deltaserve.engine.server.logprobs import ChatLogprobs, CompletionLogprobs, TokenTexts
 from deltaserve.engine.server.openai_protocol import (
     ChatChunkChoice,
@@ -19,6 +20,7 @@ from deltaserve.engine.server.openai_protocol import (
     TextChoice,
     Usage,
 )
+from deltaserve.errors import APIError
 
 DONE = "data: [DONE]\n\n"
 
@@ -30,8 +32,8 @@ def sse(data: dict) -> str:
 class DataChunks:
     """How the chat and text completion streams end: [DONE], after the error envelope where one failed."""
 
-    def failure(self, body: dict) -> str:
-        return sse(body)
+    def failure(self, err: APIError) -> str:
+        return sse(error_body(err))
 
     def closing(self) -> list[str]:
         return [DONE]

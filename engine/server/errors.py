@@ -1,4 +1,6 @@
-"""The one place errors become OpenAI's error shape {"error": {"message", "type", "param", "code"}}.
+"""The one place errors become the APIs' error shapes: OpenAI's {"error": {"message", "type", "param",
+"code"}}, and Anthropic's {"type": "error", "error": {"type", "message"}} for the Messages API's routes
+(/v1/messages and below).
 
 Routes raise: an APIError for a refusal they word themselves, or the engine's own DeltaserveError kinds
 (overloaded, invalid request, failed step). The handlers installed here turn those, request validation
@@ -10,12 +12,12 @@ status, and count each in /metrics. A stream that already started ends with an e
 from __future__ import annotations
 
 import logging
-from typing import Any
+from typing import Any, Literal
 
 from fastapi import FastAPI, Request
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse
-from pydantic import ValidationError
+from pydantic import BaseModel, ValidationError
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
 from deltaserve.engine.server.context import serving_context
@@ -29,6 +31,32 @@ log = logging.getLogger("deltaserve.server")
 def error_body(exc: APIError) -> dict:
     body = ErrorBody(message=exc.message, type=exc.type, param=exc.param, code=exc.code)
     return ErrorResponse(error=body).model_dump()
+
+
+# Anthropic's error types by status (its SDKs raise their exception classes by status alone)
+ANTHROPIC_ERROR_TYPES = {400: "invalid_request_error", 401: "authentication_error", 403: "permission_error",
+                         404: "not_found_error", 413: "request_too_large", 429: "rate_limit_error",
+                         503: "overloaded_error"}
+
+
+class AnthropicErrorBody(BaseModel):
+    type: str
+    message: str
+
+
+class AnthropicErrorResponse(BaseModel):
+    type: Literal["error"] = "error"
+    error: AnthropicErrorBody
+
+
+def anthropic_error_body(exc: APIError) -> dict:
+    otherwise = "api_error" if exc.status >= 500 else "invalid_request_error"
+    kind = ANTHROPIC_ERROR_TYPES.get(exc.status, otherwise)
+    return AnthropicErrorResponse(error=AnthropicErrorBody(type=kind, message=exc.message)).model_dump()
+
+
+def is_anthropic_path(path: str) -> bool:
+    return path == "/v1/messages" or path.startswith("/v1/messages/")
 
 
 _TYPE_NAMES = frozenset({"str", "int", "float", "bool", "none", "list", "dict"})
@@ -97,17 +125,23 @@ def engine_failure(out: Any) -> APIError | None:
     return None
 
 
-def error_response(exc: APIError, metrics: ServerMetrics) -> JSONResponse:
+def error_response(exc: APIError, metrics: ServerMetrics, path: str = "") -> JSONResponse:
+    """The error answered to a request for `path`, in the shape of the API it belongs to."""
     metrics.observe_error(exc.status)
-    return JSONResponse(error_body(exc), status_code=exc.status)
+    body = anthropic_error_body(exc) if is_anthropic_path(path) else error_body(exc)
+    return JSONResponse(body, status_code=exc.status)
+
+
+def _answer(request: Request, exc: APIError) -> JSONResponse:
+    return error_response(exc, serving_context(request).metrics, request.url.path)
 
 
 async def _project_error(request: Request, exc: DeltaserveError) -> JSONResponse:
-    return error_response(to_api_error(exc), serving_context(request).metrics)
+    return _answer(request, to_api_error(exc))
 
 
 async def _request_validation(request: Request, exc: RequestValidationError) -> JSONResponse:
-    return error_response(validation_error(exc), serving_context(request).metrics)
+    return _answer(request, validation_error(exc))
 
 
 async def _http_error(request: Request, exc: StarletteHTTPException) -> JSONResponse:
@@ -115,12 +149,12 @@ async def _http_error(request: Request, exc: StarletteHTTPException) -> JSONResp
         error = APIError(404, f"no route {request.method} {request.url.path}", code="not_found")
     else:
         error = APIError(exc.status_code, str(exc.detail), code=str(exc.status_code))
-    return error_response(error, serving_context(request).metrics)
+    return _answer(request, error)
 
 
 async def _unexpected(request: Request, exc: Exception) -> JSONResponse:
     log.exception("unhandled error in %s", request.url.path)
-    return error_response(unexpected_error(exc), serving_context(request).metrics)
+    return _answer(request, unexpected_error(exc))
 
 
 def install_error_handlers(app: FastAPI) -> None:

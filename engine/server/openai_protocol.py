@@ -18,7 +18,7 @@ from __future__ import annotations
 import json
 import time
 import uuid
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from typing import Annotated, Any, Literal
 
 from pydantic import (
@@ -49,6 +49,15 @@ def now() -> int:
 # ---------------------------------------------------------------- requests
 
 REQUEST = ConfigDict(extra="forbid", strict=True)
+
+
+def by_type(kinds: dict[str, str], default: str | None = None) -> Callable[[Any], str | None]:
+    """A union's discriminator: the member (its tag) for a value's `type`, `default` where it has none; None
+    (the union's own error) for a type not in `kinds`."""
+    def kind(value: Any) -> str | None:
+        found = value.get("type", default) if isinstance(value, dict) else getattr(value, "type", None)
+        return kinds.get(found) if isinstance(found, str) else None
+    return kind
 INT64 = 2**63
 MAX_COMPLETION_LOGPROBS = 5
 

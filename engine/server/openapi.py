@@ -3,9 +3,9 @@
 The OpenAI routes read their bodies themselves (size-capped, depth-limited JSON, strict models), so FastAPI
 sees no body parameter there: each route declares its request model with `request_body(Model)` and the
 schema here moves that model's definitions into `components`. Error statuses are declared on the routes with
-`error_responses(...)`, all in the one ErrorResponse envelope. The schema also states this server's own
-terms, so that a schema-driven client or fuzzer sends what it would accept: the model name it serves and
-the largest max_tokens it allows.
+`error_responses(...)`, in the one ErrorResponse envelope (Anthropic's on the Messages API's routes). The
+schema also states this server's own terms, so that a schema-driven client or fuzzer sends what it would
+accept: the model name it serves and the largest max_tokens it allows.
 """
 
 from __future__ import annotations
@@ -21,6 +21,11 @@ from deltaserve.engine.server.context import ServingContext
 from deltaserve.engine.server.openai_protocol import ErrorResponse
 
 REF = "#/components/schemas/{model}"
+# A stream of server-sent events each named by its type (event: <type>, data: <the event's JSON>): the
+# Responses and Messages APIs' streams.
+NAMED_EVENTS = {"text/event-stream": {"schema": {
+    "type": "object", "required": ["event", "data"],
+    "properties": {"event": {"type": "string"}, "data": {"type": "string"}}}}}
 ERROR_STATUSES = {
     400: "Invalid request: a bad value, a field this server does not support, a prompt that does not fit, "
          "or a body that is not a JSON object",
@@ -40,9 +45,10 @@ def request_body(model: type[BaseModel]) -> dict[str, Any]:
     return {"requestBody": {"required": True, "content": {"application/json": {"schema": schema}}}}
 
 
-def error_responses(*statuses: int) -> dict[int | str, dict[str, Any]]:
-    """`responses` entries for these error statuses, each with the OpenAI error envelope."""
-    return {status: {"model": ErrorResponse, "description": ERROR_STATUSES[status]} for status in statuses}
+def error_responses(*statuses: int,
+                    envelope: type[BaseModel] = ErrorResponse) -> dict[int | str, dict[str, Any]]:
+    """`responses` entries for these error statuses, each with the error envelope (OpenAI's by default)."""
+    return {status: {"model": envelope, "description": ERROR_STATUSES[status]} for status in statuses}
 
 
 def _hoist_request_schemas(schema: dict) -> None:
@@ -60,12 +66,14 @@ def _hoist_request_schemas(schema: dict) -> None:
 
 def _state_server_terms(schema: dict, ctx: ServingContext) -> None:
     components = schema["components"]["schemas"]
-    for name in ("ChatCompletionRequest", "CompletionRequest", "ResponsesRequest"):
+    for name in ("ChatCompletionRequest", "CompletionRequest", "ResponsesRequest", "MessagesRequest",
+                 "MessagesInput"):
         properties = components.get(name, {}).get("properties", {})
         if "model" in properties:
             properties["model"]["enum"] = [ctx.model_name]
         for field in ("max_tokens", "max_completion_tokens", "max_output_tokens"):
-            for option in properties.get(field, {}).get("anyOf", []):
+            declared = properties.get(field, {})
+            for option in [declared, *declared.get("anyOf", [])]:
                 if option.get("type") == "integer":
                     option["maximum"] = ctx.limits.max_tokens
 

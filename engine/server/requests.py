@@ -8,6 +8,8 @@ its body has arrived is a 499 (client disconnected) with one log line, not a ser
 from __future__ import annotations
 
 import logging
+from collections.abc import Iterator
+from contextlib import contextmanager
 from typing import TypeVar
 
 import pydantic_core
@@ -99,3 +101,17 @@ async def read_json(request: Request, ctx: ServingContext) -> dict:
 
 async def read_request(request: Request, model: type[R], ctx: ServingContext) -> R:
     return parse_request(model, await read_json(request, ctx), ctx)
+
+
+@contextmanager
+def params_renamed(names: dict[str, str]) -> Iterator[None]:
+    """Re-raise a refusal of the chat request another API's request became as one of that request: the
+    param by that API's name (`names`: chat's name -> its), in the message too."""
+    try:
+        yield
+    except APIError as exc:
+        param = names.get(exc.param or "")
+        if param is None:
+            raise
+        message = exc.message.replace(f"{exc.param}:", f"{param}:", 1)
+        raise APIError(exc.status, message, type=exc.type, param=param, code=exc.code) from exc

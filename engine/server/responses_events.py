@@ -18,6 +18,7 @@ from typing import Any
 from deltaserve.engine.server.chat_reply import ChatReply
 from deltaserve.engine.server.openai_protocol import ResponseMetrics, Usage
 from deltaserve.engine.server.responses_output import OutputItems, ResponseObject
+from deltaserve.errors import APIError
 
 
 class ResponseEvents:
@@ -51,9 +52,8 @@ class ResponseEvents:
         kind = "response.completed" if done.status == "completed" else "response.incomplete"
         return self.event(kind, {"response": done.model_dump()})
 
-    def failure(self, body: dict) -> str:
-        error = body["error"]
-        failed = self.response.failed(self.items, error.get("code"), error["message"])
+    def failure(self, err: APIError) -> str:
+        failed = self.response.failed(self.items, err.code, err.message)
         return self.event("response.failed", {"response": failed.model_dump()})
 
     def closing(self) -> list[str]:

@@ -140,6 +140,7 @@ class OutputItems:
     def __init__(self) -> None:
         self.items: list[OutputMessage | OutputFunctionCall] = []
         self.status: ItemStatus = "in_progress"
+        self.reason: str | None = None  # the reply's finish reason, once finished (ChatReply.finish_reason)
         self._open: OutputMessage | OutputFunctionCall | None = None
         self._calls: dict[int, OutputFunctionCall] = {}  # by the parser's call index
         self._index: dict[str, int] = {}  # each item's place in `items`, by its id
@@ -173,6 +174,7 @@ class OutputItems:
         events: list[Event] = []
         if not self.items:
             events += self._text(self._held, force=True)
+        self.reason = reason
         self.status = "incomplete" if reason == "length" else "completed"
         return events + self._close(self.status)
 

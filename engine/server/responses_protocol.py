@@ -34,6 +34,7 @@ from deltaserve.engine.server.openai_protocol import (
     ResponseFormat,
     Text,
     ToolDefinition,
+    by_type,
 )
 
 # what `include` may ask for: nothing of it can occur here (no reasoning, no hosted tools, no image inputs)
@@ -72,18 +73,10 @@ class Refusal(BaseModel):
 PART_KINDS = {"input_text": "InputText", "output_text": "OutputText", "refusal": "Refusal"}
 
 
-def _kind(kinds: dict[str, str], default: str | None = None):
-    """A discriminator: the model class (by name) for a value's `type` (`default` where it has none)."""
-    def kind(value: Any) -> str | None:
-        found = value.get("type", default) if isinstance(value, dict) else getattr(value, "type", None)
-        return kinds.get(found) if isinstance(found, str) else None
-    return kind
-
-
 ContentPart = Annotated[
     Annotated[InputText, Tag("InputText")] | Annotated[OutputText, Tag("OutputText")]
     | Annotated[Refusal, Tag("Refusal")],
-    Discriminator(_kind(PART_KINDS), custom_error_type="unsupported_content",
+    Discriminator(by_type(PART_KINDS), custom_error_type="unsupported_content",
                   custom_error_message="the served models read text: a content part is input_text, "
                                        "output_text or refusal"),
 ]
@@ -108,7 +101,8 @@ class MessageItem(BaseModel):
     id: str | None = None
     status: ItemStatus | None = None
 
-    _text_is_one_part = field_validator("content", mode="before")(_as_parts)
+    _text_is_one_part = field_validator("content", mode="before",
+                                        json_schema_input_type=str | list[ContentPart])(_as_parts)
 
     def chat(self) -> ChatMessage:
         return ChatMessage(role=self.role, content="".join(map(_part_text, self.content)))
@@ -140,7 +134,8 @@ class FunctionCallOutputItem(BaseModel):
     id: str | None = None
     status: ItemStatus | None = None
 
-    _text_is_one_part = field_validator("output", mode="before")(_as_parts)
+    _text_is_one_part = field_validator("output", mode="before",
+                                        json_schema_input_type=str | list[InputText])(_as_parts)
 
     def chat(self) -> ChatMessage:
         text = "".join(part.text for part in self.output)
@@ -152,7 +147,7 @@ ITEM_KINDS = {"message": "MessageItem", "function_call": "FunctionCallItem",
 InputItem = Annotated[
     Annotated[MessageItem, Tag("MessageItem")] | Annotated[FunctionCallItem, Tag("FunctionCallItem")]
     | Annotated[FunctionCallOutputItem, Tag("FunctionCallOutputItem")],
-    Discriminator(_kind(ITEM_KINDS, default="message"), custom_error_type="unsupported_item",
+    Discriminator(by_type(ITEM_KINDS, default="message"), custom_error_type="unsupported_item",
                   custom_error_message="an input item is a message, a function_call or a "
                                        "function_call_output (reasoning, item references and hosted tools' "
                                        "items are not served)"),
@@ -267,7 +262,7 @@ class ResponsesRequest(Decoding):
     truncation: Literal["disabled"] | None = None
     background: Literal[False] | None = None
 
-    @field_validator("input", mode="before")
+    @field_validator("input", mode="before", json_schema_input_type=str | list[InputItem])
     @classmethod
     def _text_is_a_user_message(cls, value: Any) -> Any:
         if isinstance(value, str):

@@ -10,8 +10,6 @@ conversation are kept for `previous_response_id` (response_store.py).
 from __future__ import annotations
 
 import time
-from collections.abc import Iterator
-from contextlib import contextmanager
 
 from fastapi import APIRouter, Request
 from fastapi.responses import JSONResponse, Response
@@ -19,36 +17,25 @@ from fastapi.responses import JSONResponse, Response
 from deltaserve.engine.server.chat_reply import ChatReply
 from deltaserve.engine.server.choices import submit_chat
 from deltaserve.engine.server.context import Serving
-from deltaserve.engine.server.openapi import error_responses, request_body
-from deltaserve.engine.server.requests import check_max_tokens, check_model, read_json, validated
+from deltaserve.engine.server.openapi import NAMED_EVENTS, error_responses, request_body
+from deltaserve.engine.server.requests import (
+    check_max_tokens,
+    check_model,
+    params_renamed,
+    read_json,
+    validated,
+)
 from deltaserve.engine.server.response_store import reply_message
 from deltaserve.engine.server.responses_events import ResponseEvents
 from deltaserve.engine.server.responses_output import OutputItems, ResponseObject
 from deltaserve.engine.server.responses_protocol import ResponsesRequest
 from deltaserve.engine.server.streaming import event_stream, run_to_end
-from deltaserve.errors import APIError
 
 router = APIRouter()
 
-# With stream: true, server-sent events, each named by its type: event: <type>, data: <the event's JSON>.
-EVENTS = {"text/event-stream": {"schema": {"type": "object", "required": ["event", "data"], "properties": {
-    "event": {"type": "string"}, "data": {"type": "string"}}}}}
 # the chat request's fields, as the Responses API names them
 RESPONSES_PARAMS = {"messages": "input", "response_format": "text.format", "max_tokens": "max_output_tokens",
                     "tool_choice.function.name": "tool_choice.name"}
-
-
-@contextmanager
-def responses_params() -> Iterator[None]:
-    """Re-raise a refusal of the chat request as one of the Responses request: its param, its wording."""
-    try:
-        yield
-    except APIError as exc:
-        param = RESPONSES_PARAMS.get(exc.param or "")
-        if param is None:
-            raise
-        message = exc.message.replace(f"{exc.param}:", f"{param}:", 1)
-        raise APIError(exc.status, message, type=exc.type, param=param, code=exc.code) from exc
 
 
 # a stored response's id, for the routes that read or delete it (schema-driven clients follow these links)
@@ -57,7 +44,7 @@ STORED = {name: {"operationId": name, "parameters": {"response_id": "$response.b
 
 
 @router.post("/v1/responses", openapi_extra=request_body(ResponsesRequest),
-             responses={200: {"model": ResponseObject, "content": EVENTS, "links": STORED},
+             responses={200: {"model": ResponseObject, "content": NAMED_EVENTS, "links": STORED},
                         **error_responses(400, 404, 413, 499, 500, 503)})
 async def create_response(request: Request, ctx: Serving) -> Response:
     arrived = time.perf_counter()
@@ -65,7 +52,7 @@ async def create_response(request: Request, ctx: Serving) -> Response:
     check_model(req.model, ctx)
     check_max_tokens(req.max_output_tokens, ctx, "max_output_tokens")
     history = ctx.responses.history(req.previous_response_id)
-    with responses_params():
+    with params_renamed(RESPONSES_PARAMS):
         plan, choices = await submit_chat(ctx, req.chat(history), arrived)
     reply, response = ChatReply(plan), ResponseObject.created(req)
 

@@ -15,7 +15,7 @@ from fastapi.responses import StreamingResponse
 from deltaserve.engine.async_engine import RequestStream
 from deltaserve.engine.outputs import TokenLogprob
 from deltaserve.engine.server.choices import Choices
-from deltaserve.engine.server.errors import engine_failure, error_body, to_api_error
+from deltaserve.engine.server.errors import engine_failure, to_api_error
 from deltaserve.engine.server.metrics import ServerMetrics
 from deltaserve.engine.server.openai_protocol import ResponseMetrics, Usage
 from deltaserve.errors import APIError, EngineStepError
@@ -31,7 +31,7 @@ class ChunkWriter(Protocol):
     def opening(self, num_choices: int) -> list[str]: ...
     def for_output(self, index: int, out: Any) -> list[str]: ...
     def usage(self, usage: Usage, rm: ResponseMetrics) -> str: ...
-    def failure(self, body: dict) -> str: ...  # the event that ends a failed stream, for the error envelope
+    def failure(self, err: APIError) -> str: ...  # the event that ends a failed stream
     def closing(self) -> list[str]: ...  # after the last event ([DONE] where the API has one)
 
 
@@ -110,7 +110,7 @@ async def run_to_end(request: Request, choices: Choices, metrics: ServerMetrics)
 
 def _failure(chunks: ChunkWriter, err: APIError, metrics: ServerMetrics) -> str:
     metrics.observe_error(err.status)
-    return chunks.failure(error_body(err))
+    return chunks.failure(err)
 
 
 async def _events(choices: Choices, chunks: ChunkWriter, metrics: ServerMetrics) -> AsyncIterator[str]:

@@ -112,3 +112,35 @@ def test_litellm_responses_api(server, stream):
     assert text == r.output[0].content[0].text == chat.choices[0].message.content
     assert r.usage.input_tokens == chat.usage.prompt_tokens
     assert r.usage.output_tokens == chat.usage.completion_tokens
+
+
+@pytest.mark.parametrize("stream", [False, True])
+def test_the_harness_reads_cached_tokens_through_litellms_anthropic_provider(server, stream):
+    """`complete` on litellm's anthropic/ provider (our /v1/messages): the shared system prompt of a second
+    call is served from the prefix cache, and the harness sees it as cached tokens, as through openai/."""
+    msgs = [{"role": "system", "content": CONTEXT + "\n# anthropic"}, {"role": "user", "content": "first"}]
+    complete("anthropic/tiny", msgs, max_tokens=4, api_base=server.url, api_key="EMPTY", stream=stream)
+    c = complete("anthropic/tiny", [msgs[0], {"role": "user", "content": "second"}], max_tokens=4,
+                 api_base=server.url, api_key="EMPTY", stream=stream, temperature=0)
+    assert c.text and c.completion_tokens <= 4 and c.prompt_tokens > 300
+    assert 0 < c.cached_tokens < c.prompt_tokens
+
+
+@pytest.mark.parametrize("stream", [False, True])
+def test_litellm_anthropic_provider_gets_a_required_call(tool_server, stream):
+    """An agent on litellm's anthropic/ provider: tool_choice "required" (Anthropic's "any") is written under
+    the tools' grammar and comes back as an OpenAI-style tool call."""
+    import json
+
+    import litellm
+
+    from tests.server.test_tool_calls import ALARM, ASK, THERMO, VALID
+
+    r = litellm.completion(model="anthropic/tiny", api_base=tool_server.url, api_key="EMPTY", messages=ASK,
+                           tools=[THERMO, ALARM], tool_choice="required", parallel_tool_calls=False,
+                           temperature=1.0, max_tokens=40, stream=stream)
+    if stream:
+        r = litellm.stream_chunk_builder(list(r), messages=ASK)
+    [call] = r.choices[0].message.tool_calls
+    assert json.loads(call.function.arguments) in VALID[call.function.name]
+    assert r.choices[0].finish_reason == "tool_calls"
