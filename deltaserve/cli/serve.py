@@ -38,9 +38,10 @@ then, from any OpenAI or Anthropic client:
             "messages": [{"role": "user", "content": "hi"}]}'
   curl http://127.0.0.1:8000/v1/responses -H 'content-type: application/json' \\
        -d '{"model": "smollm2-135m", "input": "hi"}'
-  # Claude Code, on a server with --model qwen2.5-coder-1.5b (its prompt is ~12k tokens)
+  # Claude Code (a ~12k-token prompt, max_tokens 32000), on a server
+  # started with --model qwen2.5-coder-1.5b --max-tokens 32000
   ANTHROPIC_BASE_URL=http://127.0.0.1:8000 ANTHROPIC_API_KEY=EMPTY \\
-       ANTHROPIC_MODEL=qwen2.5-coder-1.5b CLAUDE_CODE_MAX_OUTPUT_TOKENS=2048 claude
+       ANTHROPIC_MODEL=qwen2.5-coder-1.5b claude
   deltaserve fix path/to/repo --task "..." --model openai/smollm2-135m \\
        --api-base http://127.0.0.1:8000/v1
 

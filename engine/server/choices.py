@@ -70,19 +70,24 @@ class Choices:
 
 
 async def submit(ctx: ServingContext, req: SamplingRequest, prompts: list[Any], arrived: float,
-                 stop: tuple[str, ...] = (), tool_grammars: tuple[GrammarSpec, ...] = ()) -> Choices:
+                 stop: tuple[str, ...] = (), tool_grammars: tuple[GrammarSpec, ...] = (),
+                 fill_context: bool = False) -> Choices:
     """One engine request per (prompt, n), once every prompt has been tokenized and checked; on any refusal
     the ones already in are aborted and it re-raises. `stop`: stop strings besides the request's;
-    `tool_grammars`: a tool plan's (PromptPreparer.grammar)."""
+    `tool_grammars`: a tool plan's (PromptPreparer.grammar); `fill_context`: a max_tokens the context cannot
+    hold is lowered to what it can (the reply stops when the context is full), not refused."""
     choices = Choices(arrived)
     try:
         prediction = ctx.prompts.prediction(req)
         grammar = await ctx.prompts.grammar(req, tool_grammars)
-        prepared = [await ctx.prompts.prepare(prompt, req.max_tokens) for prompt in prompts]
+        asked = None if fill_context else req.max_tokens
+        prepared = [await ctx.prompts.prepare(prompt, asked) for prompt in prompts]
         for p_index, (ids, room) in enumerate(prepared):
             for i in range(req.n):
                 seed = None if req.seed is None else req.seed + i
                 params = sampling_params(req, seed, room, prediction, ctx.limits, stop, grammar)
+                if params.max_tokens > room:
+                    params.max_tokens = room
                 choices.add(p_index, await ctx.async_engine.add_request(ids, params, req.cache_salt))
     except BaseException as exc:
         choices.abort()
@@ -99,9 +104,9 @@ def chat_prompt(ctx: ServingContext, req: ChatCompletionRequest) -> tuple[ToolPl
     return plan, ChatPrompt([m.for_template() for m in req.messages], plan.tools, plan.prefill)
 
 
-async def submit_chat(ctx: ServingContext, req: ChatCompletionRequest,
-                      arrived: float) -> tuple[ToolPlan, Choices]:
+async def submit_chat(ctx: ServingContext, req: ChatCompletionRequest, arrived: float,
+                      fill_context: bool = False) -> tuple[ToolPlan, Choices]:
     """A chat request's tool plan and its choices: its prompt (chat_prompt), the reply decoded under the
-    plan's grammar."""
+    plan's grammar (`fill_context`: as in submit)."""
     plan, prompt = chat_prompt(ctx, req)
-    return plan, await submit(ctx, req, [prompt], arrived, plan.stop, plan.grammars)
+    return plan, await submit(ctx, req, [prompt], arrived, plan.stop, plan.grammars, fill_context)

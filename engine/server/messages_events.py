@@ -21,9 +21,8 @@ class MessageEvents:
 
     include_usage = True  # message_delta carries the usage, always
 
-    def __init__(self, message: MessageObject, reply: ChatReply, stop_sequences: list[str]) -> None:
-        self.message, self.reply = message, reply
-        self.blocks = MessageBlocks(stop_sequences)
+    def __init__(self, message: MessageObject, reply: ChatReply, blocks: MessageBlocks) -> None:
+        self.message, self.reply, self.blocks = message, reply, blocks
         self.started = False
 
     @staticmethod
@@ -42,8 +41,7 @@ class MessageEvents:
             usage = MessageUsage.of(m.prompt_tokens, m.cached_tokens, 0)
             start = self.message.model_copy(update={"usage": usage}).model_dump(exclude={"metrics"})
             events += [self.event("message_start", {"message": start}), self.event("ping", {})]
-        reason = out.finish_reason if out.finished else None
-        changes = self.blocks.read(self.reply, out.new_text or "", reason, out.stop_string)
+        changes = self.blocks.read(self.reply, out.new_text or "", out if out.finished else None)
         return events + [self.event(kind, fields) for kind, fields in changes]
 
     def usage(self, usage: Usage, rm: ResponseMetrics) -> str:

@@ -5,6 +5,8 @@ already tells text from calls in both modes; MessageBlocks renames what it build
 block, a function_call item a tool_use block (its arguments parsed into `input`), each change an event of
 Anthropic's stream. So streamed and whole replies give the same blocks, and the three APIs read a reply one
 way. A call the reply was cut in (max_tokens) is left out of a whole message; streamed, its pieces have gone.
+As Anthropic's API does, a max_tokens the context cannot hold is no error: the reply stops when the context
+is full, with stop_reason model_context_window_exceeded.
 """
 
 from __future__ import annotations
@@ -20,7 +22,7 @@ from deltaserve.engine.server.openai_protocol import ResponseMetrics, Usage
 from deltaserve.engine.server.responses_output import OutputFunctionCall, OutputItems, OutputMessage
 from deltaserve.errors import APIError
 
-StopReason = Literal["end_turn", "max_tokens", "stop_sequence", "tool_use"]
+StopReason = Literal["end_turn", "max_tokens", "stop_sequence", "tool_use", "model_context_window_exceeded"]
 Event = tuple[str, dict[str, Any]]  # (event type, its fields besides type)
 
 
@@ -89,26 +91,29 @@ def tool_input(call: OutputFunctionCall) -> dict[str, Any]:
 class MessageBlocks:
     """One reply's content blocks, read through OutputItems; `read` gives the stream events of each change."""
 
-    def __init__(self, stop_sequences: list[str]) -> None:
+    def __init__(self, stop_sequences: list[str], max_tokens: int) -> None:
         self.items = OutputItems()
-        self.stop_sequences = stop_sequences
+        self.stop_sequences, self.max_tokens = stop_sequences, max_tokens
         self.stop_reason: StopReason | None = None
         self.stop_sequence: str | None = None
 
-    def read(self, reply: ChatReply, text: str, finish_reason: str | None = None,
-             stop_string: str | None = None) -> list[Event]:
-        """The events of the reply's next piece of text; `finish_reason` (the engine's) and `stop_string`
-        (the stop string that ended it, if one did) where it is the last."""
-        events = [e for change in self.items.read(reply, text, finish_reason) for e in self._event(*change)]
-        if finish_reason is not None:
-            self._stopped(self.items.reason, stop_string)
+    def read(self, reply: ChatReply, text: str, last: Any = None) -> list[Event]:
+        """The events of the reply's next piece of text; `last`: the engine's finished output, where this
+        piece is the last."""
+        reason = last.finish_reason if last is not None else None
+        events = [e for change in self.items.read(reply, text, reason) for e in self._event(*change)]
+        if last is not None:
+            self._stopped(self.items.reason, last.stop_string, len(last.token_ids))
         return events
 
-    def _stopped(self, reason: str, stop_string: str | None) -> None:
+    def _stopped(self, reason: str, stop_string: str | None, output_tokens: int) -> None:
         if reason == "stop" and stop_string is not None and stop_string in self.stop_sequences:
             self.stop_reason, self.stop_sequence = "stop_sequence", stop_string
+        elif reason == "length":  # max_tokens, or fewer where the context filled first (fill_context)
+            full = output_tokens < self.max_tokens
+            self.stop_reason = "model_context_window_exceeded" if full else "max_tokens"
         else:
-            self.stop_reason = {"tool_calls": "tool_use", "length": "max_tokens"}.get(reason, "end_turn")
+            self.stop_reason = "tool_use" if reason == "tool_calls" else "end_turn"
 
     def _event(self, kind: str, fields: dict[str, Any]) -> list[Event]:
         index = fields.get("output_index")

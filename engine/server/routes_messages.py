@@ -53,15 +53,15 @@ async def create_message(request: Request, ctx: Serving) -> Response:
     req = validated(MessagesRequest, await read_json(request, ctx))
     check_model(req.model, ctx)
     check_max_tokens(req.max_tokens, ctx)
+    # a max_tokens past what the context holds stops the reply where the context fills (as Anthropic's does)
     with params_renamed(MESSAGES_PARAMS):
-        plan, choices = await submit_chat(ctx, req.chat(), arrived)
+        plan, choices = await submit_chat(ctx, req.chat(), arrived, fill_context=True)
     reply, message = ChatReply(plan), MessageObject.started(req.model)
+    blocks = MessageBlocks(req.stop_sequences, req.max_tokens)
     if req.stream:
-        return event_stream(choices, MessageEvents(message, reply, req.stop_sequences), ctx.metrics)
+        return event_stream(choices, MessageEvents(message, reply, blocks), ctx.metrics)
     outputs = await run_to_end(request, choices, ctx.metrics)
-    last = choices.streams[0].last
-    blocks = MessageBlocks(req.stop_sequences)
-    blocks.read(reply, outputs[0].text, last.finish_reason, last.stop_string)
+    blocks.read(reply, outputs[0].text, choices.streams[0].last)
     return JSONResponse(blocks.finished(message, *choices.usage()).model_dump())
 
 

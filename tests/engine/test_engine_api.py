@@ -85,7 +85,7 @@ def test_stop_string_is_excluded(make_engine):
     assert stop.strip(), free.text
     never = "\x00never"
     out = eng.generate("Say something", SamplingParams(max_tokens=20, ignore_eos=True, stop=[never, stop]))[0]
-    assert out.finish_reason == "stop" and out.stop_string == stop  # which one ended it (Anthropic reports it)
+    assert out.finish_reason == "stop" and out.stop_string == stop  # which ended it (Anthropic reports it)
     assert out.text == free.text[: free.text.find(stop)]
     assert free.stop_string is None and out.metrics.completion_tokens < 20
     chunks = list(eng.stream("Say something", SamplingParams(max_tokens=20, ignore_eos=True, stop=[stop])))

@@ -16,6 +16,7 @@ import pytest
 from tests.server.conftest import TINY
 
 anthropic = pytest.importorskip("anthropic")
+openai = pytest.importorskip("openai")
 
 WEATHER = {"name": "get_weather", "description": "The weather in a city.",
            "input_schema": {"type": "object", "properties": {"city": {"type": "string", "maxLength": 12}},
@@ -95,6 +96,16 @@ def test_a_stop_sequence_is_named_as_the_stop_reason(tool_claude, scripted):
     assert stopped.stop_sequence == "DONE"
     ended = tool_claude.messages.create(**ask, stop_sequences=["DONE"])
     assert ended.stop_reason == "end_turn" and ended.stop_sequence is None
+
+
+def test_a_max_tokens_past_the_context_stops_where_the_context_fills(claude, openai_client):
+    """As Anthropic's API: no 400 (chat completions' answer), the reply runs until the context is full."""
+    ask = {"model": TINY, "max_tokens": 4000, "messages": [USER]}  # the tiny model's context: 2,048
+    msg = claude.messages.create(**ask, extra_body={"ignore_eos": True})
+    prompt = msg.usage.input_tokens + msg.usage.cache_read_input_tokens
+    assert msg.stop_reason == "model_context_window_exceeded" and prompt + msg.usage.output_tokens == 2048
+    with pytest.raises(openai.BadRequestError):
+        openai_client.chat.completions.create(model=TINY, max_tokens=4000, messages=[USER])
 
 
 def test_any_tool_is_a_tool_use_block_to_a_request_tool(tool_claude):
