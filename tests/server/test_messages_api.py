@@ -173,6 +173,22 @@ def test_tool_results_reach_the_model_as_tool_responses(tool_claude, scripted):
     assert "<tool_response>\nError: no network\n</tool_response>" in script.prompts[2]
 
 
+def test_claude_codes_system_messages_and_deferred_tools(tool_claude, scripted):
+    """As Claude Code sends them: a system message inside the conversation reaches the prompt in its place,
+    a defer_loading tool stays out of it, and adaptive thinking, effort and clearing thinking are taken."""
+    script = scripted("Hi.")
+    reminder = {"role": "system", "content": [{"type": "text", "text": "Reminder: be brief."}]}
+    msg = tool_claude.messages.create(
+        model=TINY, max_tokens=8, messages=[USER, reminder], tools=[WEATHER, {**READ, "defer_loading": True}],
+        extra_body={"thinking": {"type": "adaptive", "display": "omitted"},
+                    "output_config": {"effort": "high"},
+                    "context_management": {"edits": [{"type": "clear_thinking_20251015", "keep": "all"}]}})
+    assert msg.content[0].text == "Hi." and msg.stop_reason == "end_turn"
+    prompt = script.prompts[0]
+    assert prompt.index("Hi") < prompt.index("Reminder: be brief.")
+    assert '"get_weather"' in prompt and "read_file" not in prompt
+
+
 def test_an_output_format_is_decoded_to_match(claude):
     schema = {"type": "object", "properties": {"name": {"type": "string", "maxLength": 8}},
               "required": ["name"], "additionalProperties": False}
