@@ -91,9 +91,10 @@ def tool_input(call: OutputFunctionCall) -> dict[str, Any]:
 class MessageBlocks:
     """One reply's content blocks, read through OutputItems; `read` gives the stream events of each change."""
 
-    def __init__(self, stop_sequences: list[str], max_tokens: int) -> None:
+    def __init__(self, stop_sequences: list[str], max_tokens: int, context: int) -> None:
         self.items = OutputItems()
         self.stop_sequences, self.max_tokens = stop_sequences, max_tokens
+        self.context = context  # the model's context, in tokens
         self.stop_reason: StopReason | None = None
         self.stop_sequence: str | None = None
 
@@ -103,14 +104,15 @@ class MessageBlocks:
         reason = last.finish_reason if last is not None else None
         events = [e for change in self.items.read(reply, text, reason) for e in self._event(*change)]
         if last is not None:
-            self._stopped(self.items.reason, last.stop_string, len(last.token_ids))
+            output = len(last.token_ids)
+            self._stopped(self.items.reason, last.stop_string, len(last.prompt_token_ids) + output, output)
         return events
 
-    def _stopped(self, reason: str, stop_string: str | None, output_tokens: int) -> None:
+    def _stopped(self, reason: str, stop_string: str | None, tokens: int, output_tokens: int) -> None:
         if reason == "stop" and stop_string is not None and stop_string in self.stop_sequences:
             self.stop_reason, self.stop_sequence = "stop_sequence", stop_string
         elif reason == "length":  # max_tokens, or fewer where the context filled first (fill_context)
-            full = output_tokens < self.max_tokens
+            full = tokens >= self.context and output_tokens < self.max_tokens
             self.stop_reason = "model_context_window_exceeded" if full else "max_tokens"
         else:
             self.stop_reason = "tool_use" if reason == "tool_calls" else "end_turn"

@@ -57,7 +57,7 @@ async def create_message(request: Request, ctx: Serving) -> Response:
     with params_renamed(MESSAGES_PARAMS):
         plan, choices = await submit_chat(ctx, req.chat(), arrived, fill_context=True)
     reply, message = ChatReply(plan), MessageObject.started(req.model)
-    blocks = MessageBlocks(req.stop_sequences, req.max_tokens)
+    blocks = MessageBlocks(req.stop_sequences, req.max_tokens, ctx.engine.max_model_len)
     if req.stream:
         return event_stream(choices, MessageEvents(message, reply, blocks), ctx.metrics)
     outputs = await run_to_end(request, choices, ctx.metrics)
