@@ -86,8 +86,6 @@ async def submit(ctx: ServingContext, req: SamplingRequest, prompts: list[Any], 
             for i in range(req.n):
                 seed = None if req.seed is None else req.seed + i
                 params = sampling_params(req, seed, room, prediction, ctx.limits, stop, grammar)
-                if params.max_tokens > room:
-                    params.max_tokens = room
                 choices.add(p_index, await ctx.async_engine.add_request(ids, params, req.cache_salt))
     except BaseException as exc:
         choices.abort()

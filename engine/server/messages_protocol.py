@@ -74,6 +74,10 @@ class ToolUseBlock(BaseModel):
         return MessageToolCall(id=self.id, function=called)
 
 
+def _text(blocks: Any) -> str:
+    return "".join(block.text for block in blocks)
+
+
 def _as_text_blocks(value: Any) -> Any:
     """A text given as a string: one text block."""
     return [{"type": "text", "text": value}] if isinstance(value, str) else value
@@ -96,7 +100,7 @@ class ToolResultBlock(BaseModel):
         _as_text_blocks)
 
     def chat(self) -> ChatMessage:
-        text = "".join(block.text for block in self.content)
+        text = _text(self.content)
         return ChatMessage(role="tool", tool_call_id=self.tool_use_id,
                            content=f"Error: {text}" if self.is_error else text)
 
@@ -141,7 +145,7 @@ class Message(BaseModel):
     def chat(self) -> list[ChatMessage]:
         """This message as chat messages: an assistant turn with its calls, a system message, or a user
         turn's tool results (one tool message each) followed by its text."""
-        text = "".join(block.text for block in self.content if isinstance(block, TextBlock))
+        text = _text(block for block in self.content if isinstance(block, TextBlock))
         if self.role == "system":
             return [ChatMessage(role="system", content=text)]
         if self.role == "assistant":
@@ -295,7 +299,7 @@ class MessagesInput(BaseModel):
         return tools
 
     def chat_messages(self) -> list[ChatMessage]:
-        system = "".join(block.text for block in self.system or ())
+        system = _text(self.system or ())
         head = [ChatMessage(role="system", content=system)] if system else []
         return head + [m for message in self.messages for m in message.chat()]
 

@@ -176,11 +176,11 @@ class PromptPreparer:
 def sampling_params(req: SamplingRequest, seed: int | None, room: int, prediction: str | None,
                     limits: ServerLimits, stop: tuple[str, ...] = (),
                     grammar: GrammarSpec | None = None) -> SamplingParams:
-    """One choice's SamplingParams; max_tokens defaults to what the server allows and the context leaves;
-    `stop` adds the server's own stop strings (a tool plan's) to the request's."""
+    """One choice's SamplingParams; max_tokens defaults to what the server allows, and is never more than the
+    context leaves (`room`); `stop` adds the server's own stop strings (a tool plan's) to the request's."""
     try:
         return SamplingParams(
-            max_tokens=req.max_tokens or min(limits.max_tokens, room),
+            max_tokens=min(req.max_tokens or limits.max_tokens, room),
             temperature=req.temperature,
             top_k=max(req.top_k, 0),
             top_p=req.top_p,
