@@ -113,11 +113,7 @@ def verified(target: Path, spec: SplitGGUF) -> bool:
         return False
     if st.st_size != spec.size:
         return False
-    try:
-        seen = json.loads(sidecar(target).read_text())
-    except (OSError, ValueError):
-        seen = {}
-    if seen == {"size": st.st_size, "mtime_ns": st.st_mtime_ns, "sha256": spec.sha256}:
+    if recorded_sha256(target) == spec.sha256:
         return True
     if sha256_of(target) != spec.sha256:
         return False
@@ -133,12 +129,13 @@ def sha256_of(path: Path) -> str:
     return digest.hexdigest()
 
 
-def recorded_sha256(target: Path) -> str | None:
-    """The sha256 that `target`'s sidecar records, where the file is still the one hashed (same size and
-    mtime); None otherwise. The weight cache keys the bundled model by it without hashing 1.1 GB."""
+def recorded_sha256(target: Path, record: Path | None = None) -> str | None:
+    """The sha256 that `target`'s record (its sidecar by default) holds, where the file is still the one
+    hashed (same size and mtime); None otherwise. The weight cache keys the bundled model by it without
+    hashing 1.1 GB."""
     try:
         st = target.stat()
-        seen = json.loads(sidecar(target).read_text())
+        seen = json.loads((record or sidecar(target)).read_text())
     except (OSError, ValueError):
         return None
     if not isinstance(seen, dict) or (seen.get("size"), seen.get("mtime_ns")) != (st.st_size, st.st_mtime_ns):
@@ -147,11 +144,15 @@ def recorded_sha256(target: Path) -> str | None:
     return sha if isinstance(sha, str) else None
 
 
-def record_verified(target: Path, sha256: str) -> None:
+def record_verified(target: Path, sha256: str, record: Path | None = None) -> None:
+    """Record `target`'s sha256 with its path, size and mtime (in its sidecar by default), atomically."""
     st = target.stat()
-    tmp = sidecar(target).with_name(f".{sidecar(target).name}.{os.getpid()}")
-    tmp.write_text(json.dumps({"size": st.st_size, "mtime_ns": st.st_mtime_ns, "sha256": sha256}))
-    os.replace(tmp, sidecar(target))
+    record = record or sidecar(target)
+    record.parent.mkdir(parents=True, exist_ok=True)
+    tmp = record.with_name(f".{record.name}.{os.getpid()}")
+    tmp.write_text(json.dumps({"path": str(target.resolve()), "size": st.st_size, "mtime_ns": st.st_mtime_ns,
+                               "sha256": sha256}))
+    os.replace(tmp, record)
 
 
 def find_parts(spec: SplitGGUF, name: str) -> list[Path]:

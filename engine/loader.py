@@ -7,9 +7,9 @@ Accepted forms:
   * a Hugging Face hub id ("Qwen/Qwen2.5-Coder-7B-Instruct"): from the local HF cache, or downloaded when
     allowed (engine/hub.py).
 GGUF files are dequantized by transformers (~20 s for SmolLM2); the result is cached as a plain HF
-directory under $DELTASERVE_CACHE (default ~/.cache/deltaserve), keyed by the file's path, size and mtime,
-so later start-ups load safetensors instead (about 1 s). Names resolve in engine/model_source.py, which
-imports no torch (a tokenizer alone is found there).
+directory under $DELTASERVE_CACHE (default ~/.cache/deltaserve), keyed by the file's sha256
+(engine/model_source.py), so later start-ups, and copies of the same file, load safetensors instead.
+Names resolve in engine/model_source.py, which imports no torch (a tokenizer alone is found there).
 
 The weights come as `CheckpointWeights`: each tensor read from its file when the model takes it (never the
 whole checkpoint in memory), named by an `identity` (a GGUF's sha256; a directory's weight files) that keys
@@ -32,10 +32,15 @@ from pathlib import Path
 import torch
 from safetensors.torch import save_file
 
-from deltaserve.engine.bundled import recorded_sha256, sha256_of
 from deltaserve.engine.checkpoint import CheckpointWeights
 from deltaserve.engine.errors import ModelNotFoundError
-from deltaserve.engine.model_source import GGUF_CACHE_DTYPE_NAME, gguf_cache_dir, resolve_source
+from deltaserve.engine.model_source import (
+    GGUF_CACHE_DTYPE_NAME,
+    checkpoint_identity,
+    gguf_cache_dir,
+    path_keyed_dir,
+    resolve_source,
+)
 
 log = logging.getLogger(__name__)
 
@@ -76,7 +81,7 @@ def convert_gguf(gguf: Path) -> Path:
     the engine's process never holds that memory (nor the heap it would leave behind). Where the child
     cannot run or fails, it runs here (which raises the real error, if there is one)."""
     target = gguf_cache_dir(gguf)
-    if (target / "complete.json").is_file():
+    if (target / "complete.json").is_file() or adopt_path_keyed(gguf, target):
         return target
     try:
         subprocess.run([sys.executable, "-c", CONVERT_IN_CHILD, str(gguf)], check=False)
@@ -85,6 +90,21 @@ def convert_gguf(gguf: Path) -> Path:
     if not (target / "complete.json").is_file():
         dequantize_gguf(gguf, target)
     return target
+
+
+def adopt_path_keyed(gguf: Path, target: Path) -> bool:
+    """Until 2026-12 a GGUF's directory was keyed by the file's path, size and mtime: one made for this very
+    file is renamed to its content key rather than dequantized again (those of other paths and older files
+    are what `deltaserve cache --prune` deletes)."""
+    old = path_keyed_dir(gguf)
+    if not (old / "complete.json").is_file() or target.exists():
+        return False
+    try:
+        os.rename(old, target)
+    except OSError:
+        return False
+    log.info("the conversion of %s moved to its content key: %s", gguf, target)
+    return True
 
 
 CONVERT_IN_CHILD = ("import sys; from pathlib import Path; from deltaserve.engine import loader; "
@@ -129,28 +149,6 @@ def read_weights(model_dir: Path, identity: str | None = None) -> CheckpointWeig
     return CheckpointWeights(files, identity, label=model_dir.name)
 
 
-def source_identity(source: Path, model_dir: Path) -> str:
-    """What the converted weights of `source` are keyed by: a GGUF's sha256 (the bundled file's, recorded
-    when it was verified; another's, hashed once and recorded beside its converted directory), or a
-    directory's weight files by name, size and mtime (hub snapshots are content-addressed already)."""
-    if source.is_file():
-        sha = recorded_sha256(source)
-        record = model_dir.with_name(model_dir.name + ".sha256.json")
-        if sha is None:
-            try:
-                sha = json.loads(record.read_text())["sha256"]
-            except (OSError, ValueError, KeyError, TypeError):
-                sha = sha256_of(source)
-                try:
-                    record.write_text(json.dumps({"sha256": sha}))
-                except OSError:
-                    pass
-        return f"gguf-sha256:{sha}|dequantized:{str(GGUF_CACHE_DTYPE).removeprefix('torch.')}"
-    files = sorted(f for f in model_dir.iterdir() if f.suffix in (".safetensors", ".bin"))
-    stats = [(f.name, f.stat().st_size, f.stat().st_mtime_ns) for f in files]
-    return f"dir:{model_dir.resolve()}|{json.dumps(stats)}"
-
-
 def eos_ids(hf_config, tokenizer, model_dir: Path) -> list[int]:
     ids: list[int] = []
     sources = [getattr(hf_config, "eos_token_id", None), getattr(tokenizer, "eos_token_id", None)]
@@ -173,6 +171,6 @@ def load_model(name_or_path: str, allow_download: bool = False) -> LoadedModel:
     pool = ThreadPoolExecutor(1, thread_name_prefix="tokenizer")
     tokenizer = pool.submit(AutoTokenizer.from_pretrained, model_dir)
     pool.shutdown(wait=False)  # its thread ends with this one task
-    weights = read_weights(model_dir, source_identity(source, model_dir))
+    weights = read_weights(model_dir, checkpoint_identity(source))
     return LoadedModel(name=name_or_path, hf_config=hf_config, weights=weights, source_dir=model_dir,
                        pending_tokenizer=tokenizer)

@@ -2,16 +2,28 @@
 to an HF-format directory or a GGUF file (`resolve_source`), the directory a GGUF is converted into
 (`gguf_cache_dir`), and the directory of its tokenizer alone (`tokenizer_dir`), so a caller that only
 counts tokens (the harness's token counter) starts in a fraction of a second, not the seconds of a model.
+
+What a GGUF is converted into is keyed by its content (`gguf_sha256`), not its path: a reinstalled package,
+a fresh clone's venv or a copy of the same file finds the conversion already made (path keys left one
+1 GB copy behind per install of the bundled SmolLM2).
 """
 
 from __future__ import annotations
 
 import hashlib
+import json
 import shutil
 import tempfile
 from pathlib import Path
 
-from deltaserve.engine.bundled import BUNDLED, bundled_gguf, cache_root
+from deltaserve.engine.bundled import (
+    BUNDLED,
+    bundled_gguf,
+    cache_root,
+    record_verified,
+    recorded_sha256,
+    sha256_of,
+)
 from deltaserve.engine.errors import ModelNotFoundError
 
 ACCEPTED_FORMS = (
@@ -51,11 +63,55 @@ def resolve_source(name_or_path: str, allow_download: bool = False) -> Path:
 
 def gguf_cache_dir(gguf: Path) -> Path:
     """The HF directory `gguf` is dequantized into (engine/loader.py `convert_gguf`), keyed by the file's
-    path, size and mtime and the cached dtype."""
+    content and the cached dtype; named after the file, and found under another file's name too."""
+    key = conversion_key(gguf_sha256(gguf))
+    found = [d for d in (cache_root() / "gguf").glob(f"*-{key}") if (d / "complete.json").is_file()]
+    return found[0] if found else cache_root() / "gguf" / f"{gguf.stem}-{key}"
+
+
+def path_keyed_dir(gguf: Path) -> Path:
+    """Where a GGUF's conversion was until 2026-12: keyed by the file's path, size and mtime (engine/loader.py
+    `adopt_path_keyed` moves one to its content key)."""
     st = gguf.stat()
     key = f"{gguf.resolve()}|{st.st_size}|{st.st_mtime_ns}|torch.{GGUF_CACHE_DTYPE_NAME}"
-    key = hashlib.sha256(key.encode()).hexdigest()[:16]
-    return cache_root() / "gguf" / f"{gguf.stem}-{key}"
+    return cache_root() / "gguf" / f"{gguf.stem}-{hashlib.sha256(key.encode()).hexdigest()[:16]}"
+
+
+def conversion_key(sha256: str) -> str:
+    return hashlib.sha256(f"{sha256}|torch.{GGUF_CACHE_DTYPE_NAME}".encode()).hexdigest()[:16]
+
+
+def gguf_sha256(gguf: Path) -> str:
+    """The sha256 of `gguf`: the bundled file's, recorded when it was verified; another's, hashed once per
+    path, size and mtime and recorded under $DELTASERVE_CACHE/hashes/ (a second from a 1 GB file)."""
+    sha = known_gguf_sha256(gguf)
+    if sha is None:
+        sha = sha256_of(gguf)
+        try:
+            record_verified(gguf, sha, hash_record(gguf))
+        except OSError:  # a read-only cache: hash again next time
+            pass
+    return sha
+
+
+def known_gguf_sha256(gguf: Path) -> str | None:
+    """`gguf_sha256` where it is recorded already; None rather than hashing the file."""
+    return recorded_sha256(gguf) or recorded_sha256(gguf, hash_record(gguf))
+
+
+def checkpoint_identity(source: Path) -> str:
+    """What the converted weights of `source` (engine/weight_cache.py) are keyed by: a GGUF's sha256, or a
+    directory's weight files by name, size and mtime (hub snapshots are content-addressed already)."""
+    if source.is_file():
+        return f"gguf-sha256:{gguf_sha256(source)}|dequantized:{GGUF_CACHE_DTYPE_NAME}"
+    files = sorted(f for f in source.iterdir() if f.suffix in (".safetensors", ".bin"))
+    stats = [(f.name, f.stat().st_size, f.stat().st_mtime_ns) for f in files]
+    return f"dir:{source.resolve()}|{json.dumps(stats)}"
+
+
+def hash_record(path: Path) -> Path:
+    key = hashlib.sha256(str(path.resolve()).encode()).hexdigest()[:16]
+    return cache_root() / "hashes" / f"{path.name}-{key}.json"
 
 
 def tokenizer_dir(name_or_path: str) -> Path:

@@ -68,7 +68,12 @@ def cache_key(identity: str, plan: WeightPlan) -> str:
 
 
 def cache_path(identity: str, plan: WeightPlan, label: str = "model") -> Path:
+    """The cache file for (identity, plan): named after the checkpoint (`label`) for people, found by its
+    key's digest alone, so one written under another label (a renamed copy of the GGUF) is found too."""
     digest = hashlib.sha256(cache_key(identity, plan).encode()).hexdigest()[:16]
+    found = sorted((cache_root() / "weights").glob(f"*-{digest}.safetensors"))
+    if found:
+        return found[0]
     label = re.sub(r"[^A-Za-z0-9._-]+", "_", label)[:80] or "model"
     return cache_root() / "weights" / f"{label}-{digest}.safetensors"
 

@@ -33,6 +33,7 @@ COMMANDS = {
     "bench": "benchmarks: ours vs HF generate, prefix cache, speculation, load",
     "demo": "the agent on an example bug, then the quick decode-cost eval",
     "mcp": "serve the file/patch/test tools over MCP (stdio)",
+    "cache": "the model cache: what is in use, and --prune for the rest",
 }
 
 EXAMPLES = """examples:

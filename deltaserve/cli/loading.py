@@ -20,7 +20,7 @@ from pathlib import Path
 from rich.console import Console
 
 from deltaserve.engine.bundled import BUNDLED, SplitGGUF, cache_root, verified
-from deltaserve.engine.model_source import gguf_cache_dir, resolve_source
+from deltaserve.engine.model_source import gguf_cache_dir, known_gguf_sha256, resolve_source
 from deltaserve.errors import ModelNotFoundError
 
 TICK_S = 0.5
@@ -83,8 +83,11 @@ class LoadPhase(logging.Handler):
     def now(self) -> str:
         if self.split is not None and not self._assembled():
             return f"assembling the GGUF from {self.split.num_parts} wheels (first start only)"
-        if self.gguf is not None and self.gguf.is_file() and not self._converted():
-            return "converting the GGUF (first start only)"
+        if self.gguf is not None and self.gguf.is_file():
+            if known_gguf_sha256(self.gguf) is None:
+                return "hashing the GGUF (first start from this file)"
+            if not self._converted():
+                return "converting the GGUF (first start only)"
         if self.logged:
             return self.logged
         if any((cache_root() / "weights").glob(f".*.{os.getpid()}.tmp*")):  # weight_cache.write_cache's file

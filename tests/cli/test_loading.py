@@ -8,6 +8,7 @@ import logging
 from rich.console import Console
 
 from deltaserve.cli.loading import WEIGHT_CACHE_LOG, LoadPhase, loading_status, model_bytes, size_text
+from deltaserve.engine.model_source import gguf_sha256
 
 
 def test_size_of_a_model_dir(tiny_llama):
@@ -20,6 +21,8 @@ def test_phases(tmp_path, tiny_llama, monkeypatch):
     monkeypatch.setenv("DELTASERVE_CACHE", str(tmp_path / "cache"))
     gguf = tmp_path / "m.gguf"
     gguf.write_bytes(b"GGUF")
+    assert LoadPhase(str(gguf)).now() == "hashing the GGUF (first start from this file)"
+    gguf_sha256(gguf)
     assert LoadPhase(str(gguf)).now() == "converting the GGUF (first start only)"  # no converted dir yet
     phase = LoadPhase(str(tiny_llama))
     assert phase.now() == "reading the tokenizer and weights"

@@ -3,6 +3,7 @@ never holds transformers' whole dequantized model; where no child can run, it co
 
 from __future__ import annotations
 
+import hashlib
 import subprocess
 
 from deltaserve.engine import loader
@@ -46,3 +47,16 @@ def test_without_a_child_it_converts_here(tmp_path, monkeypatch):
     monkeypatch.setattr(loader.subprocess, "run", no_child)
     monkeypatch.setattr(loader, "dequantize_gguf", here)
     assert (loader.convert_gguf(gguf) / "complete.json").is_file()
+
+
+def test_a_path_keyed_conversion_moves_to_the_content_key(tmp_path, monkeypatch):
+    gguf = fake_gguf(tmp_path, monkeypatch)
+    st = gguf.stat()
+    key = f"{gguf.resolve()}|{st.st_size}|{st.st_mtime_ns}|torch.bfloat16"  # the key until 2026-12
+    old = tmp_path / "cache" / "gguf" / f"m-{hashlib.sha256(key.encode()).hexdigest()[:16]}"
+    old.mkdir(parents=True)
+    (old / "complete.json").write_text("{}")
+    monkeypatch.setattr(loader.subprocess, "run", lambda *a, **k: (_ for _ in ()).throw(AssertionError))
+    converted = loader.convert_gguf(gguf)
+    assert converted == loader.gguf_cache_dir(gguf) != old
+    assert (converted / "complete.json").is_file() and not old.exists()

@@ -6,11 +6,9 @@ import hashlib
 import subprocess
 import sys
 
-import torch
-
 from deltaserve.engine import model_source
 from deltaserve.engine.bundled import bundled_gguf
-from deltaserve.engine.model_source import gguf_cache_dir, tokenizer_dir
+from deltaserve.engine.model_source import gguf_cache_dir, gguf_sha256, known_gguf_sha256, tokenizer_dir
 
 
 def test_it_imports_no_torch():
@@ -19,12 +17,31 @@ def test_it_imports_no_torch():
     assert out.strip() == "False"
 
 
-def test_the_conversion_cache_key_is_the_loader_s(tmp_path):
-    gguf = tmp_path / "m.gguf"
-    gguf.write_bytes(b"GGUF")
-    st = gguf.stat()
-    key = f"{gguf.resolve()}|{st.st_size}|{st.st_mtime_ns}|{torch.bfloat16}"  # as engine/loader.py keyed it
-    assert gguf_cache_dir(gguf).name == f"m-{hashlib.sha256(key.encode()).hexdigest()[:16]}"
+def test_a_gguf_s_conversion_is_keyed_by_its_content(tmp_path, monkeypatch):
+    monkeypatch.setenv("DELTASERVE_CACHE", str(tmp_path / "cache"))
+    first, copy, other = tmp_path / "m.gguf", tmp_path / "elsewhere" / "m.gguf", tmp_path / "n.gguf"
+    copy.parent.mkdir()
+    first.write_bytes(b"GGUF one")
+    copy.write_bytes(b"GGUF one")
+    other.write_bytes(b"GGUF two")
+    assert gguf_cache_dir(first) == gguf_cache_dir(copy) != gguf_cache_dir(other)
+    assert gguf_sha256(first) == hashlib.sha256(b"GGUF one").hexdigest()
+    # hashed once per file: the record answers until the file changes
+    monkeypatch.setattr(model_source, "sha256_of", lambda p: (_ for _ in ()).throw(AssertionError(p)))
+    assert gguf_sha256(copy) == gguf_sha256(first) and known_gguf_sha256(other) is not None
+    copy.write_bytes(b"GGUF three")
+    assert known_gguf_sha256(copy) is None
+
+
+def test_a_conversion_is_found_under_another_file_s_name(tmp_path, monkeypatch):
+    monkeypatch.setenv("DELTASERVE_CACHE", str(tmp_path / "cache"))
+    (tmp_path / "a.gguf").write_bytes(b"GGUF")
+    (tmp_path / "b.gguf").write_bytes(b"GGUF")
+    converted = gguf_cache_dir(tmp_path / "a.gguf")
+    assert converted.name.startswith("a-") and gguf_cache_dir(tmp_path / "b.gguf").name.startswith("b-")
+    converted.mkdir(parents=True)
+    (converted / "complete.json").write_text("{}")
+    assert gguf_cache_dir(tmp_path / "b.gguf") == converted
 
 
 def test_a_model_directory_is_its_own_tokenizer_dir(tiny_llama):
