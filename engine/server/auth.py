@@ -42,6 +42,6 @@ class APIKeyCheck:
             return await self.app(scope, receive, send)
         message = ("missing API key: send the header `Authorization: Bearer <key>` (or `x-api-key: <key>`)"
                    if token is None else "incorrect API key")
-        response = error_response(APIError(401, message, code="invalid_api_key"), self.metrics, scope["path"])
+        response = error_response(APIError(401, message, code="invalid_api_key"), self.metrics, scope)
         response.headers["www-authenticate"] = "Bearer"
         await response(scope, receive, send)

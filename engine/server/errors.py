@@ -55,8 +55,14 @@ def anthropic_error_body(exc: APIError) -> dict:
     return AnthropicErrorResponse(error=AnthropicErrorBody(type=kind, message=exc.message)).model_dump()
 
 
-def is_anthropic_path(path: str) -> bool:
-    return path == "/v1/messages" or path.startswith("/v1/messages/")
+def speaks_anthropic(scope: dict | None) -> bool:
+    """Whether a request's errors go in Anthropic's shape: one for the Messages API, or from Anthropic's SDK
+    (its `anthropic-version` header, on /v1/models too)."""
+    if not scope:
+        return False
+    path = scope.get("path", "")
+    return (path == "/v1/messages" or path.startswith("/v1/messages/")
+            or any(name == b"anthropic-version" for name, _ in scope.get("headers", ())))
 
 
 _TYPE_NAMES = frozenset({"str", "int", "float", "bool", "none", "list", "dict"})
@@ -125,15 +131,15 @@ def engine_failure(out: Any) -> APIError | None:
     return None
 
 
-def error_response(exc: APIError, metrics: ServerMetrics, path: str = "") -> JSONResponse:
-    """The error answered to a request for `path`, in the shape of the API it belongs to."""
+def error_response(exc: APIError, metrics: ServerMetrics, scope: dict | None = None) -> JSONResponse:
+    """The error answered to the request of ASGI `scope`, in the shape of the API it speaks."""
     metrics.observe_error(exc.status)
-    body = anthropic_error_body(exc) if is_anthropic_path(path) else error_body(exc)
+    body = anthropic_error_body(exc) if speaks_anthropic(scope) else error_body(exc)
     return JSONResponse(body, status_code=exc.status)
 
 
 def _answer(request: Request, exc: APIError) -> JSONResponse:
-    return error_response(exc, serving_context(request).metrics, request.url.path)
+    return error_response(exc, serving_context(request).metrics, request.scope)
 
 
 async def _project_error(request: Request, exc: DeltaserveError) -> JSONResponse:

@@ -7,8 +7,11 @@ request becomes a ChatCompletionRequest (MessagesInput.chat), so every API share
 and its grammar, the prompt, the reply parser. As elsewhere, what this server does not implement is a 400
 naming it, never dropped: image and document blocks, thinking (blocks and extended thinking: the served
 models do not think), server tools (web search, code execution, ...: they run on Anthropic's side), MCP
-servers, containers, clearing tool uses (context_management), tool references (a deferred tool is left out
-of the prompt), and a last message from the assistant (a prefill for the model to continue). Hints that
+servers, containers, clearing tool uses (context_management), and a last message from the assistant (a
+prefill for the model to continue). Tool search as a client runs it (Claude Code's ToolSearch) is served: a
+`defer_loading` tool stays out of the prompt until a tool_result's `tool_reference` block names it, and
+from then on it is one of the prompt's tools (which changes the prompt's head once: that turn is prefilled
+anew, later ones read it from the prefix cache). Hints that
 change nothing here are taken: cache_control anywhere (the prefix cache reuses every prompt prefix without
 marks), metadata.user_id, service_tier, output_config.effort, adaptive thinking and clearing thinking
 (the served models write none). Sampling (temperature, top_p, top_k) and the engine's extensions of chat
@@ -86,21 +89,44 @@ def _as_text_blocks(value: Any) -> Any:
 TextOrBlocks = str | list[TextBlock]
 
 
+class ToolReferenceBlock(BaseModel):
+    """A tool search's result: the deferred tool it names joins the prompt's tools."""
+
+    model_config = REQUEST
+    type: Literal["tool_reference"]
+    tool_name: str
+    cache_control: CacheControl | None = None
+
+
+ResultBlock = Annotated[
+    Annotated[TextBlock, Tag("TextBlock")] | Annotated[ToolReferenceBlock, Tag("ToolReferenceBlock")],
+    Discriminator(by_type({"text": "TextBlock", "tool_reference": "ToolReferenceBlock"}),
+                  custom_error_type="unsupported_content",
+                  custom_error_message="a tool_result holds text and tool_reference blocks (images and "
+                                       "documents are not served)"),
+]
+
+
 class ToolResultBlock(BaseModel):
     """What a call returned: the text the model reads next."""
 
     model_config = REQUEST
     type: Literal["tool_result"]
     tool_use_id: str
-    content: list[TextBlock] = Field(default_factory=list)  # a string is one text block
+    content: list[ResultBlock] = Field(default_factory=list)  # a string is one text block
     is_error: bool | None = None
     cache_control: CacheControl | None = None
 
     _text_is_one_block = field_validator("content", mode="before", json_schema_input_type=TextOrBlocks)(
         _as_text_blocks)
 
+    def references(self) -> list[str]:
+        return [block.tool_name for block in self.content if isinstance(block, ToolReferenceBlock)]
+
     def chat(self) -> ChatMessage:
-        text = _text(self.content)
+        """Its text, then a line naming each tool it loaded."""
+        text = _text(block for block in self.content if isinstance(block, TextBlock))
+        text = "\n".join([text] * bool(text) + [f"Tool loaded: {name}" for name in self.references()])
         return ChatMessage(role="tool", tool_call_id=self.tool_use_id,
                            content=f"Error: {text}" if self.is_error else text)
 
@@ -166,7 +192,7 @@ class Tool(BaseModel):
     input_schema: dict[str, Any]  # a JSON Schema object
     strict: bool | None = None  # as in chat: a call's input is checked against input_schema
     cache_control: CacheControl | None = None
-    # not in the prompt until a tool search loads it: such a tool is left out (loading is not served)
+    # not in the prompt until a tool_reference block (a tool search's result) names it
     defer_loading: bool | None = None
 
     def chat(self) -> ToolDefinition:
@@ -298,6 +324,25 @@ class MessagesInput(BaseModel):
             raise ValueError("tool names must be distinct")
         return tools
 
+    @model_validator(mode="after")
+    def _references_name_deferred_tools(self) -> MessagesInput:
+        deferred = {t.name for t in self.tools or () if t.defer_loading}
+        unknown = sorted(set(self.tool_references()) - deferred)
+        if unknown:
+            raise ValueError(f"a tool_reference names {', '.join(map(repr, unknown))}, which is not a "
+                             "defer_loading tool of this request")
+        return self
+
+    def tool_references(self) -> list[str]:
+        """The tools tool_result blocks have loaded so far."""
+        return [name for message in self.messages for block in message.content
+                if isinstance(block, ToolResultBlock) for name in block.references()]
+
+    def prompt_tools(self) -> list[Tool]:
+        """The tools the model sees: all but the deferred ones no tool_reference has loaded yet."""
+        loaded = set(self.tool_references())
+        return [t for t in self.tools or () if not t.defer_loading or t.name in loaded]
+
     def chat_messages(self) -> list[ChatMessage]:
         system = _text(self.system or ())
         head = [ChatMessage(role="system", content=system)] if system else []
@@ -309,7 +354,7 @@ class MessagesInput(BaseModel):
         fmt = self.output_config.response_format() if self.output_config else None
         return ChatCompletionRequest(
             model=self.model, messages=self.chat_messages(),
-            tools=[t.chat() for t in self.tools or () if not t.defer_loading] or None,
+            tools=[t.chat() for t in self.prompt_tools()] or None,
             tool_choice=choice.chat() if choice else None,
             parallel_tool_calls=False if choice and choice.disable_parallel_tool_use else None,
             response_format=fmt, **fields)

@@ -558,16 +558,31 @@ class CompletionResponse(BaseModel):
 
 
 class ModelCard(BaseModel):
+    """A model as OpenAI's SDK reads it (id, object, created, owned_by) and as Anthropic's does (type,
+    display_name, created_at, lifecycle, max_input_tokens, max_tokens): each SDK ignores the other's fields,
+    so one card answers both."""
+
     id: str
     object: Literal["model"] = "model"
     created: int
     owned_by: str = "deltaserve"
     max_model_len: int | None = None
+    type: Literal["model"] = "model"
+    display_name: str
+    created_at: str  # RFC 3339, `created` as Anthropic writes it
+    lifecycle: Literal["active"] = "active"
+    max_input_tokens: int | None = None  # the context window, as Anthropic names it
+    max_tokens: int | None = None  # the most a reply may ask for
 
 
 class ModelList(BaseModel):
+    """OpenAI's list (object, data) and Anthropic's page of one (data, has_more, first_id, last_id)."""
+
     object: Literal["list"] = "list"
     data: list[ModelCard]
+    has_more: bool = False
+    first_id: str | None = None
+    last_id: str | None = None
 
 
 class ErrorBody(BaseModel):

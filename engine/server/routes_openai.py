@@ -1,8 +1,10 @@
-"""The OpenAI endpoints: POST /v1/chat/completions, POST /v1/completions, GET /v1/models[/{id}]."""
+"""The OpenAI endpoints: POST /v1/chat/completions, POST /v1/completions, GET /v1/models[/{id}] (which
+Anthropic's SDK reads too)."""
 
 from __future__ import annotations
 
 import time
+from datetime import datetime, timezone
 
 from fastapi import APIRouter, Request
 from fastapi.responses import JSONResponse, Response
@@ -36,12 +38,15 @@ GENERATION_ERRORS = error_responses(400, 404, 413, 499, 500, 503)
 
 
 def _card(ctx: ServingContext, name: str) -> ModelCard:
-    return ModelCard(id=name, created=ctx.started, max_model_len=ctx.engine.max_model_len)
+    created_at = datetime.fromtimestamp(ctx.started, timezone.utc).isoformat().replace("+00:00", "Z")
+    window = ctx.engine.max_model_len
+    return ModelCard(id=name, created=ctx.started, max_model_len=window, display_name=name,
+                     created_at=created_at, max_input_tokens=window, max_tokens=ctx.limits.max_tokens)
 
 
 @router.get("/v1/models", responses=error_responses(500))
 async def models(ctx: Serving) -> ModelList:
-    return ModelList(data=[_card(ctx, ctx.model_name)])
+    return ModelList(data=[_card(ctx, ctx.model_name)], first_id=ctx.model_name, last_id=ctx.model_name)
 
 
 @router.get("/v1/models/{model_id:path}", responses=error_responses(404, 500))

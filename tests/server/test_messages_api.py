@@ -247,3 +247,48 @@ def test_the_api_key_is_taken_from_x_api_key(make_server):
     with pytest.raises(anthropic.AuthenticationError) as denied:
         client_of(srv, "wrong").messages.create(model=TINY, max_tokens=2, messages=[USER])
     assert denied.value.body["error"]["type"] == "authentication_error"
+
+
+def test_anthropic_s_models_api_reads_the_served_model(claude, openai_client):
+    """GET /v1/models answers Anthropic's SDK too (one card with both SDKs' fields); before, its page had no
+    display_name or created_at and did not parse."""
+    page = claude.models.list()
+    assert [m.id for m in page.data] == [TINY] and page.has_more is False
+    info = claude.models.retrieve(TINY)
+    card = openai_client.models.retrieve(TINY)
+    assert info.type == "model" and info.display_name == TINY and info.lifecycle == "active"
+    assert int(info.created_at.timestamp()) == card.created
+    assert info.max_input_tokens == card.model_extra["max_model_len"] and info.max_tokens >= 1
+    with pytest.raises(anthropic.NotFoundError) as caught:  # Anthropic-shaped: the SDK sends its header
+        claude.models.retrieve("no-such-model")
+    assert caught.value.body["type"] == "error" and caught.value.body["error"]["type"] == "not_found_error"
+    with pytest.raises(openai.NotFoundError) as caught:
+        openai_client.models.retrieve("no-such-model")
+    assert caught.value.body["code"] == "model_not_found"
+
+
+def test_a_tool_reference_loads_a_deferred_tool(tool_claude, scripted):
+    """Claude Code's tool search: a defer_loading tool joins the prompt's tools once a tool_result's
+    tool_reference names it, and the model may call it from then on; before, the block was a 400."""
+    search = {"name": "tool_search", "description": "Find tools.",
+              "input_schema": {"type": "object", "properties": {"query": {"type": "string"}}}}
+    tools = [search, {**READ, "defer_loading": True}, {**WEATHER, "defer_loading": True}]
+    call = '<tool_call>\n{"name": "read_file", "arguments": {"path": "a.py"}}\n</tool_call>'
+    script = scripted(call)
+    turn = {"role": "assistant", "content": [{"type": "tool_use", "id": "s1", "name": "tool_search",
+                                              "input": {"query": "read"}}]}
+    found = {"role": "user", "content": [{"type": "tool_result", "tool_use_id": "s1", "content": [
+        {"type": "text", "text": "1 match"}, {"type": "tool_reference", "tool_name": "read_file"}]}]}
+    msg = tool_claude.messages.create(model=TINY, max_tokens=40, tools=tools, messages=[USER, turn, found])
+    assert [(b.type, b.name, b.input) for b in msg.content] == [("tool_use", "read_file", {"path": "a.py"})]
+    prompt = script.prompts[0]
+    assert '"read_file"' in prompt and "get_weather" not in prompt  # only the referenced one loads
+    assert "<tool_response>\n1 match\nTool loaded: read_file\n</tool_response>" in prompt
+    counted = tool_claude.messages.count_tokens(model=TINY, tools=tools, messages=[USER, turn, found])
+    unloaded = tool_claude.messages.count_tokens(model=TINY, tools=tools, messages=[USER])
+    assert counted.input_tokens > unloaded.input_tokens
+    with pytest.raises(anthropic.BadRequestError) as bad:
+        unknown = {**found, "content": [{**found["content"][0], "content": [
+            {"type": "tool_reference", "tool_name": "tool_search"}]}]}
+        tool_claude.messages.create(model=TINY, max_tokens=4, tools=tools, messages=[USER, turn, unknown])
+    assert "not a defer_loading tool" in bad.value.body["error"]["message"]
