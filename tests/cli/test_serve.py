@@ -42,7 +42,8 @@ def test_port_in_use_fails_before_the_model_loads(capsys):
     ("{tmp}/bad.gguf", "not a GGUF file"),
     ("tinyorg/absent-model", "is not in the Hugging Face cache"),  # a hub id: HF_HUB_OFFLINE=1 in tests
 ])
-def test_bad_model_is_one_clear_line(tmp_path, capsys, model, says):
+def test_bad_model_is_one_clear_line(tmp_path, capsys, monkeypatch, model, says):
+    monkeypatch.setenv("DELTASERVE_CACHE", str(tmp_path / "cache"))  # bad.gguf's hash is recorded there
     (tmp_path / "weights.txt").write_text("not weights")
     (tmp_path / "bad.gguf").write_bytes(b"garbage")
     assert main(["serve", "--model", model.format(tmp=tmp_path), "--port", "0"]) == 2
