@@ -26,10 +26,9 @@ class ResponseEvents:
 
     include_usage = True  # the last event carries the usage, always
 
-    def __init__(self, response: ResponseObject, reply: ChatReply,
+    def __init__(self, response: ResponseObject, reply: ChatReply, items: OutputItems,
                  on_done: Callable[[ResponseObject], None]) -> None:
-        self.response, self.reply, self.on_done = response, reply, on_done
-        self.items = OutputItems()
+        self.response, self.reply, self.items, self.on_done = response, reply, items, on_done
         self.sequence = 0
 
     def event(self, kind: str, fields: dict[str, Any]) -> str:

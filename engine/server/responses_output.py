@@ -45,6 +45,7 @@ class OutputFunctionCall(BaseModel):
     call_id: str
     name: str
     arguments: str = ""
+    namespace: str | None = None  # the namespace tool the function is in, where it is in one
 
 
 class InputTokensDetails(BaseModel):
@@ -137,7 +138,8 @@ class OutputItems:
     Whitespace between calls opens no message; a reply with no item at all ends as one message (its text,
     if any)."""
 
-    def __init__(self) -> None:
+    def __init__(self, namespaces: dict[str, str] | None = None) -> None:
+        self.namespaces = namespaces or {}  # each namespaced function's namespace, by the function's name
         self.items: list[OutputMessage | OutputFunctionCall] = []
         self.status: ItemStatus = "in_progress"
         self.reason: str | None = None  # the reply's finish reason, once finished (ChatReply.finish_reason)
@@ -159,7 +161,8 @@ class OutputItems:
         for piece in delta.tool_calls or ():
             if piece.id is not None:  # a call's head: a new item
                 events += self._close()
-                call = OutputFunctionCall(call_id=piece.id, name=piece.function.name or "")
+                name = piece.function.name or ""
+                call = OutputFunctionCall(call_id=piece.id, name=name, namespace=self.namespaces.get(name))
                 self._calls[piece.index] = call
                 events += self._start(call)
             call = self._calls[piece.index]

@@ -2,14 +2,17 @@
 
 The Responses API is the default of the OpenAI Agents SDK and of Codex: `input` is a list of items (messages,
 the model's earlier function calls, their outputs) or one text, `instructions` the system message, tools are
-flat (`{"type": "function", "name", "parameters"}`), a structured output is `text.format`. A request becomes
+flat (`{"type": "function", "name", "parameters"}`, or a namespace grouping such tools, as Codex groups its
+sub-agent tools: the model sees each function by its own name, the namespace's description before its own,
+and a call to one names its namespace), a structured output is `text.format`. A request becomes
 a ChatCompletionRequest (`ResponsesRequest.chat`), so both APIs share one pipeline: the tool plan and its
 grammar, the prompt, the reply parser. As elsewhere, a field this server does not implement is a 400 naming
-it, never dropped: hosted tools (web search, file search, ...), image and file inputs, reasoning (the served
-models do not reason), `truncation: "auto"`, `background`, logprobs. Hints that change nothing here are
-taken: `store` (responses are kept in memory for `previous_response_id`), `metadata` (echoed), `user`,
-`safety_identifier`, `prompt_cache_key` (the prefix cache needs no key), `include` of items that cannot occur
-here (reasoning's encrypted content and the hosted tools' results). The engine's extensions of chat requests
+it, never dropped: hosted tools (web search, file search, ...), image and file inputs, reasoning effort (the
+served models do not reason), `truncation: "auto"`, `background`, logprobs. Hints that change nothing here
+are taken: `store` (responses are kept in memory for `previous_response_id`), `metadata` (echoed), `user`,
+`safety_identifier`, `prompt_cache_key` (the prefix cache needs no key), Codex's `client_metadata`, a
+reasoning summary (there is no reasoning to summarize), `include` of items that cannot occur here
+(reasoning's encrypted content and the hosted tools' results). The engine's extensions of chat requests
 (top_k, seed, cache_salt, speculative, prediction, structured_outputs, ...) are taken too.
 """
 
@@ -17,7 +20,7 @@ from __future__ import annotations
 
 from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, Discriminator, Field, Tag, field_validator, model_validator
+from pydantic import BaseModel, ConfigDict, Discriminator, Field, Tag, field_validator, model_validator
 
 from deltaserve.engine.server.openai_protocol import (
     REQUEST,
@@ -116,6 +119,7 @@ class FunctionCallItem(BaseModel):
     call_id: Text
     name: str
     arguments: str
+    namespace: str | None = None  # a namespace's function: the model knows it by its own name
     id: str | None = None
     status: ItemStatus | None = None
 
@@ -131,6 +135,8 @@ class FunctionCallOutputItem(BaseModel):
     type: Literal["function_call_output"]
     call_id: Text
     output: list[InputText]  # a string is one input_text part
+    name: str | None = None  # the call's, as its call_id already says
+    namespace: str | None = None
     id: str | None = None
     status: ItemStatus | None = None
 
@@ -170,6 +176,14 @@ def chat_messages(items: list[MessageItem | FunctionCallItem | FunctionCallOutpu
     return messages
 
 
+def _function_type(value: str) -> str:
+    if value != "function":
+        raise ValueError(f"only function tools (and namespaces of them) are served here, not {value!r}: "
+                         "OpenAI's hosted tools run on OpenAI's servers (Codex leaves web_search out with "
+                         "`web_search = \"disabled\"` in its config.toml)")
+    return value
+
+
 class FunctionTool(BaseModel):
     model_config = REQUEST
     type: str
@@ -178,17 +192,42 @@ class FunctionTool(BaseModel):
     parameters: dict[str, Any] | None = None  # a JSON Schema object
     strict: bool | None = None  # as in chat: a call's arguments are checked against `parameters`
 
-    @field_validator("type")
-    @classmethod
-    def _a_function(cls, value: str) -> str:
-        if value != "function":
-            raise ValueError(f"only function tools are served here, not {value!r} (OpenAI's hosted tools run "
-                             "on OpenAI's servers)")
-        return value
+    _a_function = field_validator("type")(_function_type)
 
-    def chat(self) -> ToolDefinition:
+    def chat(self, namespace: NamespaceTool | None = None) -> ToolDefinition:
+        about = [namespace.description, self.description] if namespace else [self.description]
         return ToolDefinition(type="function", function=FunctionDefinition(
-            name=self.name, description=self.description, parameters=self.parameters, strict=self.strict))
+            name=self.name, description="\n\n".join(filter(None, about)) or None, parameters=self.parameters,
+            strict=self.strict))
+
+
+class NamespaceTool(BaseModel):
+    """Function tools grouped under a name: the model sees each by its own name (so names are distinct
+    across namespaces here), the namespace's description before the function's."""
+
+    model_config = REQUEST
+    type: Literal["namespace"]
+    name: Annotated[str, Field(pattern=r"^[A-Za-z0-9_-]{1,64}$")]
+    description: str | None = None
+    tools: Annotated[list[FunctionTool], Field(min_length=1)]
+
+
+class OtherTool(BaseModel):
+    """A tool of any other type (OpenAI's hosted ones: web search, file search, ...): refused by its type,
+    whatever its other fields."""
+
+    model_config = ConfigDict(extra="allow")
+    type: str
+
+    _a_function = field_validator("type")(_function_type)
+
+
+ToolSpec = Annotated[
+    Annotated[FunctionTool, Tag("FunctionTool")] | Annotated[NamespaceTool, Tag("NamespaceTool")]
+    | Annotated[OtherTool, Tag("OtherTool")],
+    Discriminator(lambda value: by_type({"function": "FunctionTool", "namespace": "NamespaceTool"})(value)
+                  or "OtherTool"),
+]
 
 
 class FunctionToolChoice(BaseModel):
@@ -229,10 +268,12 @@ class TextConfig(BaseModel):
 
 
 class Reasoning(BaseModel):
-    """The served models do not reason: only no effort (or none) is served."""
+    """The served models do not reason: only no effort (or none) is served; a summary of the reasoning (what
+    Codex asks for) is taken, with none to give."""
 
     model_config = REQUEST
     effort: Literal["none"] | None = None
+    summary: Literal["auto", "concise", "detailed"] | None = None
 
 
 class ResponsesStreamOptions(BaseModel):
@@ -245,7 +286,7 @@ class ResponsesRequest(Decoding):
     input: Annotated[list[InputItem], Field(min_length=1)]  # a string is one user message
     instructions: str | None = None
     previous_response_id: str | None = None
-    tools: list[FunctionTool] | None = None
+    tools: list[ToolSpec] | None = None  # an OtherTool never validates
     tool_choice: Literal["none", "auto", "required"] | FunctionToolChoice | None = None
     parallel_tool_calls: bool | None = None
     text: TextConfig | None = None
@@ -257,6 +298,7 @@ class ResponsesRequest(Decoding):
     user: str | None = None
     safety_identifier: str | None = None
     prompt_cache_key: str | None = None
+    client_metadata: dict[str, str] | None = None  # Codex's session ids, for its own backend
     include: list[str] | None = None
     reasoning: Reasoning | None = None
     truncation: Literal["disabled"] | None = None
@@ -275,11 +317,16 @@ class ResponsesRequest(Decoding):
 
     @field_validator("tools")
     @classmethod
-    def _distinct_tool_names(cls, tools: list[FunctionTool] | None) -> list[FunctionTool] | None:
-        names = [t.name for t in tools or ()]
+    def _distinct_tool_names(cls, tools: list[FunctionTool | NamespaceTool] | None) -> Any:
+        names = [f.name for f, _ in functions(tools)]
         if len(set(names)) < len(names):
-            raise ValueError("tool names must be distinct")
+            raise ValueError("tool names must be distinct (a namespace's functions included: the model knows "
+                             "each by its own name)")
         return tools
+
+    def namespaces(self) -> dict[str, str]:
+        """The namespace of each function tool that has one, by the function's name."""
+        return {f.name: ns.name for f, ns in functions(self.tools) if ns is not None}
 
     @field_validator("include")
     @classmethod
@@ -313,6 +360,20 @@ class ResponsesRequest(Decoding):
         return ChatCompletionRequest(
             model=self.model, messages=[*system, *history, *self.messages()],
             max_tokens=self.max_output_tokens,
-            tools=[t.chat() for t in self.tools] if self.tools else None, tool_choice=choice,
+            tools=[f.chat(ns) for f, ns in functions(self.tools)] or None, tool_choice=choice,
             parallel_tool_calls=self.parallel_tool_calls, response_format=fmt.chat() if fmt else None,
             stream=self.stream, user=self.user, **decoding)
+
+
+InNamespace = tuple[FunctionTool, NamespaceTool | None]
+
+
+def functions(tools: list[FunctionTool | NamespaceTool] | None) -> list[InNamespace]:
+    """Every function tool, with the namespace it is in (None: at the top level)."""
+    found: list[InNamespace] = []
+    for tool in tools or ():
+        if isinstance(tool, NamespaceTool):
+            found += [(f, tool) for f in tool.tools]
+        else:
+            found.append((tool, None))
+    return found

@@ -60,10 +60,10 @@ async def create_response(request: Request, ctx: Serving) -> Response:
         if req.store:
             ctx.responses.put(done, [*history, *req.messages(), reply_message(reply.message())])
 
+    items = OutputItems(req.namespaces())
     if req.stream:
-        return event_stream(choices, ResponseEvents(response, reply, keep), ctx.metrics)
+        return event_stream(choices, ResponseEvents(response, reply, items, keep), ctx.metrics)
     outputs = await run_to_end(request, choices, ctx.metrics)
-    items = OutputItems()
     items.read(reply, outputs[0].text, choices.streams[0].last.finish_reason)
     done = response.finished(items, *choices.usage())
     keep(done)

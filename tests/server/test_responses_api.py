@@ -209,3 +209,68 @@ def test_a_reply_that_breaks_its_tool_plan_fails_the_response(tool_client, scrip
     events = events_of(tool_client.responses.create(**ask, stream=True))
     assert events[-1].type == "response.failed"
     assert events[-1].response.status == "failed" and events[-1].response.error.code == "no_tool_call"
+
+
+CLOSE = {"type": "function", "name": "close_agent", "description": "Close an agent.", "strict": False,
+         "parameters": {"type": "object", "properties": {"target": {"type": "string"}},
+                        "required": ["target"], "additionalProperties": False}}
+AGENTS = {"type": "namespace", "name": "multi_agent_v1", "description": "Tools for managing sub-agents.",
+          "tools": [CLOSE]}
+
+
+def codex_request(**changes) -> dict:
+    """A request as Codex 0.171 sends its first one (its captured fields; the prompt cut short)."""
+    return {"model": TINY, "stream": True, "tool_choice": "auto", "parallel_tool_calls": True,
+            "tools": [WEATHER, AGENTS], "reasoning": {"summary": "auto"}, "store": False,
+            "include": ["reasoning.encrypted_content"], "prompt_cache_key": "0190-session",
+            "client_metadata": {"session_id": "0190-session", "turn_id": "0190-turn"},
+            "input": [{"type": "message", "id": "msg_1", "role": "developer",
+                       "content": [{"type": "input_text", "text": "You are a coding agent."}]},
+                      {"type": "message", "id": "msg_2", "role": "user",
+                       "content": [{"type": "input_text", "text": "Close agent a1."}]}], **changes}
+
+
+def through_sdk(body: dict) -> dict:
+    """`body` as the openai SDK's create() takes it (fields it does not know go in extra_body)."""
+    return {**{k: v for k, v in body.items() if k != "client_metadata"},
+            "extra_body": {"client_metadata": body["client_metadata"]}}
+
+
+def test_codex_s_requests_and_a_namespaced_function(tool_client, scripted):
+    """Codex's first request (a namespace of sub-agent tools, a reasoning summary, client_metadata) was a
+    400; now the namespace's function is a tool the model knows by its own name, and a call to it comes back
+    naming its namespace, streamed or not; the next turn's items (the call with its namespace, its output
+    with name and namespace) reach the model as the call and its tool response."""
+    call = '<tool_call>\n{"name": "close_agent", "arguments": {"target": "a1"}}\n</tool_call>'
+    script = scripted(call, call, "Closed.")
+    events = events_of(tool_client.responses.create(**through_sdk(codex_request())))
+    whole = tool_client.responses.create(**through_sdk(codex_request(stream=False)))
+    for resp in (events[-1].response, whole):
+        assert [(c.type, c.name, c.namespace, json.loads(c.arguments)) for c in resp.output] == [
+            ("function_call", "close_agent", "multi_agent_v1", {"target": "a1"})]
+    added = next(e for e in events if e.type == "response.output_item.added")
+    assert added.item.namespace == "multi_agent_v1"
+    prompt = script.prompts[0]
+    assert '"name": "close_agent"' in prompt
+    assert "Tools for managing sub-agents.\\n\\nClose an agent." in prompt  # as JSON writes it
+    assert "You are a coding agent." in prompt and '"get_weather"' in prompt
+    fc = whole.output[0]
+    output = {"type": "function_call_output", "call_id": fc.call_id, "output": "closed",
+              "name": "close_agent", "namespace": "multi_agent_v1"}
+    later = codex_request(stream=False, input=[*codex_request()["input"], fc.model_dump(exclude_none=True),
+                                                output])
+    assert tool_client.responses.create(**through_sdk(later)).output_text == "Closed."
+    assert '{"name": "close_agent", "arguments": {"target": "a1"}}' in script.prompts[2]
+    assert "<tool_response>\nclosed\n</tool_response>" in script.prompts[2]
+
+
+def test_codex_s_web_search_and_clashing_names_are_400s(tool_server):
+    web = httpx.post(tool_server.url + "/v1/responses", timeout=60, json=codex_request(
+        stream=False, tools=[AGENTS, {"type": "web_search", "external_web_access": False}]))
+    error = web.json()["error"]
+    assert web.status_code == 400 and error["param"] == "tools.1.type"
+    assert 'web_search = \\"disabled\\"' in json.dumps(error["message"])  # how to leave it out, in Codex
+    clash = {**WEATHER, "name": "close_agent"}
+    r = httpx.post(tool_server.url + "/v1/responses", json=codex_request(stream=False, tools=[clash, AGENTS]),
+                   timeout=60)
+    assert r.status_code == 400 and "distinct" in r.json()["error"]["message"]
