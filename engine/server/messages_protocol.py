@@ -325,12 +325,11 @@ class MessagesInput(BaseModel):
         return tools
 
     @model_validator(mode="after")
-    def _references_name_deferred_tools(self) -> MessagesInput:
-        deferred = {t.name for t in self.tools or () if t.defer_loading}
-        unknown = sorted(set(self.tool_references()) - deferred)
+    def _references_name_tools(self) -> MessagesInput:
+        unknown = sorted(set(self.tool_references()) - {t.name for t in self.tools or ()})
         if unknown:
-            raise ValueError(f"a tool_reference names {', '.join(map(repr, unknown))}, which is not a "
-                             "defer_loading tool of this request")
+            raise ValueError(f"a tool_reference names {', '.join(map(repr, unknown))}, which is not among "
+                             "this request's tools")
         return self
 
     def tool_references(self) -> list[str]:

@@ -287,8 +287,12 @@ def test_a_tool_reference_loads_a_deferred_tool(tool_claude, scripted):
     counted = tool_claude.messages.count_tokens(model=TINY, tools=tools, messages=[USER, turn, found])
     unloaded = tool_claude.messages.count_tokens(model=TINY, tools=tools, messages=[USER])
     assert counted.input_tokens > unloaded.input_tokens
+    loaded = {**found, "content": [{**found["content"][0], "content": [  # a tool loaded already: no change
+        {"type": "tool_reference", "tool_name": "tool_search"}]}]}
+    assert tool_claude.messages.count_tokens(model=TINY, tools=tools, messages=[USER, turn, loaded]
+                                             ).input_tokens < counted.input_tokens
     with pytest.raises(anthropic.BadRequestError) as bad:
         unknown = {**found, "content": [{**found["content"][0], "content": [
-            {"type": "tool_reference", "tool_name": "tool_search"}]}]}
+            {"type": "tool_reference", "tool_name": "no_such_tool"}]}]}
         tool_claude.messages.create(model=TINY, max_tokens=4, tools=tools, messages=[USER, turn, unknown])
-    assert "not a defer_loading tool" in bad.value.body["error"]["message"]
+    assert "not among this request's tools" in bad.value.body["error"]["message"]
