@@ -53,6 +53,12 @@ def model_tokenizer(model: str) -> Tokenizer | None:
     fast tokenizers run); nothing downloaded, no weights loaded. `model` is a name or path our engine's
     loader resolves, as it is or with `provider/` taken off (`local/smollm2-135m`; `openai/smollm2-135m`
     against `deltaserve serve`). None when there is none here."""
+    path = tokenizer_file(model)
+    return read_tokenizer(path) if path is not None else None
+
+
+def tokenizer_file(model: str) -> Path | None:
+    """The tokenizer.json `model_tokenizer` reads, found without reading it; None when there is none here."""
     rest = model.split("/", 1)[1] if "/" in model else model
     for name in [rest] if model.startswith(LOCAL_PREFIX) else dict.fromkeys([model, rest]):
         try:
@@ -60,7 +66,7 @@ def model_tokenizer(model: str) -> Tokenizer | None:
         except (ValueError, OSError):  # ModelNotFoundError is a ValueError
             continue
         if path.is_file():
-            return read_tokenizer(path)
+            return path
     return None
 
 

@@ -126,3 +126,17 @@ def test_unknown_tokenizer_is_refused(tmp_path, capsys):
     assert main(["mcp", "--root", str(tmp_path), "--tokenizer", str(tmp_path / "no-such-model")]) == 2
     err = capsys.readouterr().err
     assert "unknown model" in err and "no-such-model" in err  # refused by the naming rule, with what works
+
+
+def test_the_tokenizer_is_read_when_the_first_edit_is_priced(monkeypatch, counter):
+    """The server answers its client before reading its tokenizer (0.3 s for the 1.5B model's, holding the
+    GIL): Codex's first turn carries the tools of the MCP servers that answered within about a second."""
+    from deltaserve.cli import mcp
+
+    read = []
+    monkeypatch.setattr(mcp, "read_tokenizer", lambda path: read.append(path) or counter.tokenizer)
+    priced = mcp.edit_accounting(TOKENIZER)
+    assert read == []
+    cost = priced.cost(FIX, {"calc.py": SOURCE})
+    assert cost.edit_tokens == counter.count(FIX)
+    assert read and {p.name for p in read} == {"tokenizer.json"}  # (read_tokenizer keeps what it read)
