@@ -46,9 +46,10 @@ def inventory(root: Path | None = None) -> list[CacheEntry]:
     """Every entry under the cache's folders that deltaserve writes, in use or stale (writes in progress and
     files it did not write are left out)."""
     root = root or cache_root()
-    shas = live_sha256s(root)
+    records = hash_records(root)
+    shas = live_sha256s(root, records)
     keys = {conversion_key(sha): path for sha, path in shas.items()}
-    entries = [*bundled_entries(root), *hash_entries(root)]
+    entries = [*bundled_entries(root), *hash_entries(records)]
     entries += converted_entries(root / "gguf", "GGUF conversion", keys)
     entries += converted_entries(root / "tokenizers", "tokenizer", keys)
     entries += weight_entries(root / "weights", shas)
@@ -69,7 +70,20 @@ def prune(entries: list[CacheEntry]) -> int:
     return freed
 
 
-def live_sha256s(root: Path) -> dict[str, str]:
+HashRecord = tuple[Path, Path | None, str | None]  # (record, the file it hashed, its sha256 while unchanged)
+
+
+def hash_records(root: Path) -> list[HashRecord]:
+    """Each record under hashes/, read once: the file it names and, while that file is unchanged, its
+    sha256."""
+    found = []
+    for record in sorted((root / "hashes").glob("*.json")):
+        path = recorded_path(record)
+        found.append((record, path, recorded_sha256(path, record) if path else None))
+    return found
+
+
+def live_sha256s(root: Path, records: list[HashRecord]) -> dict[str, str]:
     """sha256 -> the GGUF it is the hash of (a bundled model's name, or the file), for each GGUF still where
     it was hashed, unchanged."""
     shas: dict[str, str] = {}
@@ -79,9 +93,7 @@ def live_sha256s(root: Path) -> dict[str, str]:
             shas[spec.sha256] = name
         elif isinstance(spec, PackagedGGUF) and (where := find_package_dir(spec.package)):
             packaged[str((where / spec.filename).resolve())] = name
-    for record in sorted((root / "hashes").glob("*.json")):
-        path = recorded_path(record)
-        sha = recorded_sha256(path, record) if path else None
+    for _, path, sha in records:
         if sha:
             shas.setdefault(sha, packaged.get(str(path), str(path)))
     return shas
@@ -111,14 +123,10 @@ def bundled_entries(root: Path) -> list[CacheEntry | None]:
     return entries
 
 
-def hash_entries(root: Path) -> list[CacheEntry]:
-    entries = []
-    for record in sorted((root / "hashes").glob("*.json")):
-        path = recorded_path(record)
-        live = path is not None and recorded_sha256(path, record) is not None
-        entries.append(CacheEntry(record, "hash record", size_of(record), str(path or ""),
-                                  "" if live else "the file it hashed is gone or changed"))
-    return entries
+def hash_entries(records: list[HashRecord]) -> list[CacheEntry]:
+    gone = "the file it hashed is gone or changed"
+    return [CacheEntry(record, "hash record", size_of(record), str(path or ""), "" if sha else gone)
+            for record, path, sha in records]
 
 
 def converted_entries(folder: Path, kind: str, keys: dict[str, str]) -> list[CacheEntry | None]:

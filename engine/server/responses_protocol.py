@@ -222,11 +222,11 @@ class OtherTool(BaseModel):
     _a_function = field_validator("type")(_function_type)
 
 
+_served_tool = by_type({"function": "FunctionTool", "namespace": "NamespaceTool"})
 ToolSpec = Annotated[
     Annotated[FunctionTool, Tag("FunctionTool")] | Annotated[NamespaceTool, Tag("NamespaceTool")]
     | Annotated[OtherTool, Tag("OtherTool")],
-    Discriminator(lambda value: by_type({"function": "FunctionTool", "namespace": "NamespaceTool"})(value)
-                  or "OtherTool"),
+    Discriminator(lambda value: _served_tool(value) or "OtherTool"),
 ]
 
 
