@@ -2,6 +2,10 @@
 "arguments": {...}}</tool_call>` blocks among the content, and the fenced form small models fall back to
 (```json {"name": ..., "arguments": {...}} ```; Qwen2.5-Coder-1.5B answers so despite its template), and a
 reply that is nothing but such JSON (the same model's answer after a tool result: `{"name": ...}` bare).
+Qwen2.5-Coder's own chat template shows its models the call as `{{"name": <function-name>, "arguments":
+<args-json-object>}}` (doubled braces inside a Jinja string are printed as they are), and the 1.5B model
+copies them: a call written with its outer braces doubled is read as the call it means, where every name
+is one of the request's tools.
 
 One parser serves streaming and plain responses: a plain one feeds the whole reply at once and merges the
 deltas, so the two always agree, however the text arrived in pieces. The rules depend on the text alone:
@@ -15,8 +19,8 @@ deltas, so the two always agree, however the text arrived in pieces. The rules d
   * any other block is read whole when it closes, or when the reply ends: a JSON object with a string
     "name" and "arguments" (an object, or JSON text) is a call, and so are several (one after another, or
     in a list); a fenced block, or a reply that begins with `{"name"` (read whole at its end), only when every
-    name is one of the request's tools (else it is code the model showed). Anything else is content, as
-    written.
+    name is one of the request's tools (else it is code the model showed); so is a call whose outer braces
+    are doubled, in any of these forms. Anything else is content, as written.
 """
 
 from __future__ import annotations
@@ -38,8 +42,8 @@ OPEN, CLOSE = "<tool_call>", "</tool_call>"
 FENCE_OPEN, FENCE_CLOSE = "```json", "```"
 CLOSES = {OPEN: CLOSE, FENCE_OPEN: FENCE_CLOSE}
 BARE = ""  # the tag of a reply that is a call's JSON alone (no tag, no close: read at the reply's end)
-_BARE_HEAD = re.compile(r'\s*\{\s*"name"')
-_BARE_HEAD_SO_FAR = re.compile(r'\s*(?:\{\s*(?:"(?:n(?:a(?:m(?:e)?)?)?)?)?)?')
+_BARE_HEAD = re.compile(r'\s*\{\{?\s*"name"')  # a second brace: the doubled form (see undoubled)
+_BARE_HEAD_SO_FAR = re.compile(r'\s*(?:\{\{?\s*(?:"(?:n(?:a(?:m(?:e)?)?)?)?)?)?')
 # The head of a call written in the templates' order, up to the colon after "arguments".
 _HEAD = re.compile(r'\s*\{\s*"name"\s*:\s*"((?:[^"\\]|\\.)*)"\s*,\s*"arguments"\s*:')
 
@@ -69,6 +73,13 @@ def _json_values(text: str) -> list[object] | None:
             return None
         values.append(value)
     return values
+
+
+def undoubled(body: str) -> str | None:
+    """A block's body with one layer of doubled outer braces removed (`{{"name": ..., "arguments": {...}}}`
+    -> `{"name": ..., "arguments": {...}}`), or None when its braces are not doubled."""
+    text = body.strip()
+    return text[1:-1] if text.startswith("{{") and text.endswith("}}") else None
 
 
 def parse_calls(body: str) -> list[tuple[str, str]] | None:
@@ -257,8 +268,10 @@ class ToolCallParser:
     def _read_whole(self, out: list[DeltaMessage], block: _Block, end: int, closed: bool) -> None:
         body, close_tag = self.text[block.start:end], CLOSES.get(block.tag, "")
         self.block, self.pos = None, end + (len(close_tag) if closed else 0)
-        calls = parse_calls(body)
-        if calls and block.tag != OPEN and any(name not in self.tools for name, _ in calls):
+        calls, doubled = parse_calls(body), False
+        if calls is None and (inner := undoubled(body)) is not None:
+            calls, doubled = parse_calls(inner), True
+        if calls and (block.tag != OPEN or doubled) and any(name not in self.tools for name, _ in calls):
             calls = None  # JSON the model showed, not a call
         if calls is None:  # no call: the block is content, the whitespace before it too
             self.held = block.held

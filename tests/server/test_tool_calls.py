@@ -67,6 +67,25 @@ def test_the_sdk_stream_helper_accumulates_the_calls(tool_client, scripted):
     assert calls_of(final.choices[0].message) == [("get_weather", {"city": "Paris"})]
 
 
+def test_a_call_with_the_doubled_braces_of_qwen_coders_template_is_a_call(tool_client, scripted):
+    """Qwen2.5-Coder's chat template shows the call as `{{"name": ..., "arguments": ...}}`, and its 1.5B model
+    answered so, bare, under tool_choice auto: that was content, now it is the call (plain and streamed)."""
+    reply = '{{"name": "get_weather", "arguments": {"city": "Paris"}}}'
+    scripted(reply)
+    r = tool_client.chat.completions.create(model=TINY, messages=ASK, tools=[WEATHER])
+    assert r.choices[0].finish_reason == "tool_calls" and r.choices[0].message.content is None
+    assert calls_of(r.choices[0].message) == [("get_weather", {"city": "Paris"})]
+    scripted(reply)
+    chunks = list(tool_client.chat.completions.create(model=TINY, messages=ASK, tools=[WEATHER], stream=True))
+    pieces = [tc for ch in chunks if ch.choices for tc in ch.choices[0].delta.tool_calls or ()]
+    assert [tc.function.name for tc in pieces if tc.id] == ["get_weather"]
+    assert json.loads("".join(tc.function.arguments or "" for tc in pieces)) == {"city": "Paris"}
+    scripted(reply.replace("get_weather", "get_time"))  # not a tool of this request: the text as written
+    r = tool_client.chat.completions.create(model=TINY, messages=ASK, tools=[WEATHER])
+    assert not r.choices[0].message.tool_calls and r.choices[0].message.content == reply.replace(
+        "get_weather", "get_time")
+
+
 def test_a_history_with_calls_and_results_is_rendered(tool_client, scripted):
     script = scripted("It is sunny in Paris and rainy in Oslo.")
     made = [{"id": f"call_{i}", "type": "function",

@@ -1,7 +1,8 @@
 """The tool-call reader: a reply cut into any pieces gives the same content and calls as the whole reply
 (a plain response and a stream always agree), calls stream as id and name first, then the arguments' own
 characters; a block that holds no call is content as written, and a reply with no call keeps every byte;
-the fenced form small models fall back to is a call only to one of the request's tools."""
+the fenced form small models fall back to is a call only to one of the request's tools, and so is a call
+written with doubled outer braces (as Qwen2.5-Coder's chat template shows it)."""
 
 from __future__ import annotations
 
@@ -31,6 +32,8 @@ REPLIES = [
     '```json\n{"name": "rm_rf", "arguments": {}}\n```\n',  # not a tool of the request: code it showed
     '```json\n[{"name": "search", "arguments": {"q": 1}}, {"name": "note", "arguments": {"text": "t"}}]\n```',
     '```json\n{"name": "search", "arguments": {"q": 1}}\n{"name": "note", "arguments": {"text": "t"}}\n```',
+    '{{"name": "search", "arguments": {"q": "x"}}}',  # the doubled braces Qwen2.5-Coder's template shows
+    '<tool_call>\n{{"name": "note", "arguments": {"text": "t"}}}\n</tool_call>',
 ]
 
 
@@ -135,5 +138,22 @@ def test_a_reply_that_is_a_bare_call_to_a_tool_is_a_call(pieces):
                                   '{"nam'])
 def test_bare_json_that_is_no_call_to_a_tool_is_content(text):
     parser = ToolCallParser(frozenset({"add"}))
+    parser.feed(text, final=True)
+    assert not parser.calls and parser.content == text
+
+
+def test_a_call_written_with_doubled_braces_is_the_call_it_means():
+    """Qwen2.5-Coder's template shows `{{"name": <function-name>, "arguments": <args-json-object>}}`; the
+    1.5B model answered `{{"name": "add", "arguments": {"x": 17, "y": 25}}}` under tool_choice auto."""
+    for reply in (REPLIES[13], REPLIES[13].replace("{{", "{{\n", 1)):
+        assert result(read(reply, [2] * 40)[0]) == ("", [("search", '{"q": "x"}')])
+    assert result(read("Sure.\n" + REPLIES[14], [3] * 40)[0]) == ("Sure.", [("note", '{"text": "t"}')])
+
+
+@pytest.mark.parametrize("text", ['{{"name": "rm_rf", "arguments": {}}}', '{{ name }}', '{{"name": "Bob"}}',
+                                  '<tool_call>{{"name": "rm_rf", "arguments": {}}}</tool_call>',
+                                  '```json\n{{"name": "rm_rf", "arguments": {}}}\n```'])
+def test_doubled_braces_are_read_only_as_a_call_to_a_tool_of_the_request(text):
+    parser = ToolCallParser(TOOLS)
     parser.feed(text, final=True)
     assert not parser.calls and parser.content == text
