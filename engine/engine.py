@@ -30,7 +30,7 @@ from pydantic import ValidationError
 
 from deltaserve.engine.config import EngineConfig
 from deltaserve.engine.constraints import GrammarCompiler, fill_span_masks, words_per_row
-from deltaserve.engine.errors import EngineError, InvalidRequestError
+from deltaserve.engine.errors import ContextLengthError, EngineError, InvalidRequestError
 from deltaserve.engine.forward_batch import Span
 from deltaserve.engine.kv_cache import KVCache, bytes_per_block, default_num_blocks
 from deltaserve.engine.kv_disk import DiskKVStore, DiskTier, model_fingerprint
@@ -177,11 +177,8 @@ class Engine:
         """Validate and queue a request; return its id. Raises InvalidRequestError, changing nothing."""
         params = self._params(params)
         ids = self.tokenize(prompt)
-        if len(ids) >= self.max_model_len:
-            raise InvalidRequestError(
-                f"the prompt has {len(ids)} tokens; the context is {self.max_model_len} tokens "
-                "(at least one must be left to generate)"
-            )
+        if len(ids) >= self.max_model_len:  # at least one token must be left to generate
+            raise ContextLengthError(len(ids), self.max_model_len)
         if params.forced_token_ids is not None:
             bad = [t for t in params.forced_token_ids if not 0 <= t < self.model.vocab_size]
             if not params.forced_token_ids or bad:

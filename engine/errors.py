@@ -1,6 +1,7 @@
 """The engine's errors, defined with the rest of the project's in deltaserve.errors."""
 
 from deltaserve.errors import (
+    ContextLengthError,
     EngineError,
     EngineOverloadedError,
     EngineStepError,
@@ -10,6 +11,6 @@ from deltaserve.errors import (
 )
 
 __all__ = [
-    "EngineError", "EngineOverloadedError", "EngineStepError", "InvalidRequestError", "ModelNotFoundError",
-    "TensorFileError",
+    "ContextLengthError", "EngineError", "EngineOverloadedError", "EngineStepError", "InvalidRequestError",
+    "ModelNotFoundError", "TensorFileError",
 ]

@@ -28,6 +28,37 @@ class InvalidRequestError(EngineError, ValueError):
     """A request the engine refuses: empty prompt, prompt longer than the context, bad sampling params."""
 
 
+class ContextLengthError(InvalidRequestError):
+    """A prompt (with the tokens asked for after it) that does not fit the context a model is served with,
+    worded as OpenAI words it ("This model's maximum context length is ..."; `anthropic_message` as Anthropic
+    does, "prompt is too long: ..."): clients recognise an overflow by those words (litellm's
+    ContextWindowExceededError, agents that compact their history then). `chars`: the prompt was refused
+    by its length in characters, before it was tokenized, and prompt_tokens is a lower bound."""
+
+    def __init__(self, prompt_tokens: int, limit: int, completion_tokens: int | None = None,
+                 chars: int | None = None):
+        self.prompt_tokens, self.limit, self.completion_tokens = prompt_tokens, limit, completion_tokens
+        head = f"This model's maximum context length is {limit} tokens. However, "
+        if completion_tokens is not None:
+            total = prompt_tokens + completion_tokens
+            message = (f"{head}you requested {total} tokens ({prompt_tokens} in the messages, "
+                       f"{completion_tokens} in the completion). Please reduce the length of the messages or "
+                       "completion.")
+            self.anthropic_message = (
+                f"input length and `max_tokens` exceed context limit: {prompt_tokens} + {completion_tokens} "
+                f"> {limit}, decrease input length or `max_tokens` and try again")
+        else:
+            none_left = prompt_tokens == limit and chars is None  # one token must be left to generate
+            counted = (f"{prompt_tokens} tokens" if chars is None
+                       else f"more than {prompt_tokens} tokens ({chars} characters)")
+            message = (f"{head}your messages resulted in {counted}"
+                       f"{', which leaves none to generate' if none_left else ''}. Please reduce the length "
+                       "of the messages.")
+            self.anthropic_message = (f"prompt is too long: {prompt_tokens} tokens > "
+                                      f"{limit - 1 if none_left else limit} maximum")
+        super().__init__(message)
+
+
 class ModelNotFoundError(EngineError, ValueError):
     """A model name or path that does not resolve to local weights."""
 
@@ -36,9 +67,10 @@ class APIError(EngineError):
     """An HTTP error the server answers in the OpenAI error shape (`status`, `type`, `param`, `code`)."""
 
     def __init__(self, status: int, message: str, type: str = "invalid_request_error",
-                 param: str | None = None, code: str | None = None):
+                 param: str | None = None, code: str | None = None, anthropic_message: str | None = None):
         super().__init__(message)
         self.status, self.type, self.param, self.code = status, type, param, code
+        self.anthropic_message = anthropic_message  # the message in Anthropic's shape, where it words it else
 
 
 class ServerStartError(EngineError):

@@ -23,7 +23,13 @@ from starlette.exceptions import HTTPException as StarletteHTTPException
 from deltaserve.engine.server.context import serving_context
 from deltaserve.engine.server.metrics import ServerMetrics
 from deltaserve.engine.server.openai_protocol import ErrorBody, ErrorResponse
-from deltaserve.errors import APIError, DeltaserveError, EngineOverloadedError, EngineStepError
+from deltaserve.errors import (
+    APIError,
+    ContextLengthError,
+    DeltaserveError,
+    EngineOverloadedError,
+    EngineStepError,
+)
 
 log = logging.getLogger("deltaserve.server")
 
@@ -52,7 +58,8 @@ class AnthropicErrorResponse(BaseModel):
 def anthropic_error_body(exc: APIError) -> dict:
     otherwise = "api_error" if exc.status >= 500 else "invalid_request_error"
     kind = ANTHROPIC_ERROR_TYPES.get(exc.status, otherwise)
-    return AnthropicErrorResponse(error=AnthropicErrorBody(type=kind, message=exc.message)).model_dump()
+    message = exc.anthropic_message or exc.message
+    return AnthropicErrorResponse(error=AnthropicErrorBody(type=kind, message=message)).model_dump()
 
 
 def speaks_anthropic(scope: dict | None) -> bool:
@@ -117,6 +124,9 @@ def to_api_error(exc: DeltaserveError) -> APIError:
         return APIError(503, exc.message, type="service_unavailable_error", code="queue_full")
     if isinstance(exc, EngineStepError):
         return APIError(500, exc.message, type="server_error", code="engine_error")
+    if isinstance(exc, ContextLengthError):  # OpenAI's code for it: clients compact their history on it
+        return APIError(400, exc.message, code="context_length_exceeded",
+                        anthropic_message=exc.anthropic_message)
     if isinstance(exc, ValueError):  # the bad-input kinds: InvalidRequestError, ModelNotFoundError, ...
         return APIError(400, exc.message, code="invalid_request")
     log.error("unexpected %s: %s", type(exc).__name__, exc.message)

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import math
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import Any
@@ -22,7 +23,7 @@ from deltaserve.engine.sampler import SamplingParams
 from deltaserve.engine.server.limits import ServerLimits
 from deltaserve.engine.server.openai_protocol import SamplingRequest
 from deltaserve.engine.server.structured import format_spec, grammar_spec
-from deltaserve.errors import APIError, InvalidRequestError
+from deltaserve.errors import APIError, ContextLengthError, InvalidRequestError
 
 # A token covers at most as many characters of normalized text as its vocabulary entry is long; a normalizer
 # can shrink the text it is given (NFC composes up to three code points into one), hence this slack.
@@ -80,15 +81,13 @@ def prompt_ids(engine: Any, prompt: Any) -> list[int]:
 def room_after_prompt(num_prompt: int, max_tokens: int | None, context: int, limits: ServerLimits) -> int:
     """Tokens the context has left after the prompt; raises when the prompt or max_tokens do not fit."""
     cap = limits.max_prompt_tokens or context
-    if num_prompt > cap:
-        raise InvalidRequestError(f"prompt has {num_prompt} tokens; this server accepts at most {cap}")
+    if num_prompt > cap:  # the server's own cap on prompts: to a client, the context it is served with
+        raise ContextLengthError(num_prompt, cap)
     room = context - num_prompt
     if room < 1:
-        raise InvalidRequestError(f"prompt has {num_prompt} tokens; the model's context is {context} tokens")
+        raise ContextLengthError(num_prompt, context)
     if max_tokens is not None and max_tokens > room:
-        raise InvalidRequestError(
-            f"prompt ({num_prompt} tokens) + max_tokens ({max_tokens}) exceeds the model's context of "
-            f"{context} tokens")
+        raise ContextLengthError(num_prompt, context, completion_tokens=max_tokens)
     return room
 
 
@@ -104,8 +103,12 @@ class PromptPreparer:
         self._pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="deltaserve-tokenizer")
 
     def check_chars(self, what: str, chars: int, max_tokens: int) -> None:
-        """Refuse text that more than `max_tokens` tokens would be needed to hold, without tokenizing it."""
+        """Refuse text that more than `max_tokens` tokens would be needed to hold, without tokenizing it (a
+        prompt as one too long for the context)."""
         if chars > max_tokens * self.token_chars:
+            if what == "prompt":
+                at_least = max(math.floor(chars / self.token_chars), max_tokens + 1)
+                raise ContextLengthError(at_least, max_tokens, chars=chars)
             raise InvalidRequestError(
                 f"{what} has {chars} characters, more than {max_tokens} tokens can hold; this server accepts "
                 f"at most {max_tokens} tokens")

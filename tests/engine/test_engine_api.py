@@ -8,6 +8,7 @@ import pytest
 
 import deltaserve.engine.engine as engine_module
 from deltaserve.engine import Engine, InvalidRequestError, ModelNotFoundError, RequestOutput, SamplingParams
+from deltaserve.errors import ContextLengthError
 
 GREEDY = SamplingParams(max_tokens=12, ignore_eos=True)
 
@@ -145,7 +146,8 @@ def test_bad_requests_are_clear_value_errors(make_engine, prompt, params, match)
 
 def test_prompt_longer_than_context(make_engine):
     eng = make_engine(max_model_len=64)
-    with pytest.raises(InvalidRequestError, match="context is 64"):
+    with pytest.raises(ContextLengthError, match="maximum context length is 64 tokens. However, your "
+                       "messages resulted in 64 tokens, which leaves none to generate"):
         eng.add_request(list(range(10, 74)))
     out = eng.generate(list(range(10, 60)), SamplingParams(max_tokens=100, ignore_eos=True))[0]
     assert out.finish_reason == "length" and len(out.token_ids) == 14  # stops at the context end

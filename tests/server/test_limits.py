@@ -30,7 +30,8 @@ def test_each_limit_returns_its_status_then_server_serves(limited):
         long_prompt = {"model": TINY, "messages": [{"role": "user", "content": "word " * 200}],
                        "max_tokens": 2}
         e = error_of(http.post(CHAT, json=long_prompt), 400)
-        assert "at most 64" in e["message"]
+        assert e["code"] == "context_length_exceeded"
+        assert "maximum context length is 64 tokens" in e["message"]
 
         e = error_of(http.post(CHAT, json={"model": TINY, "messages": [{"role": "user", "content": "x"}],
                                            "max_tokens": 1501}), 400)
