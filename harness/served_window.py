@@ -1,8 +1,8 @@
 """The context window of a model behind an OpenAI-compatible server, as the server says it.
 
 A local model's window is its engine's. A served one's is unknown to litellm, yet a small model's window is
-what a first prompt holding whole files overruns: the request is refused at step 2 or 3 ("prompt + max_tokens
-exceeds the model's context"). Our server and vLLM list `max_model_len` per model in `GET /v1/models`; the
+what a first prompt holding whole files overruns: the request is refused at step 2 or 3 ("This model's
+maximum context length is ..."). Our server and vLLM list `max_model_len` per model in `GET /v1/models`; the
 agent fits its first prompt to it as it does for a local model. A server that does not say (or cannot be
 reached) leaves the prompt as it is.
 """
