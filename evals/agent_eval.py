@@ -27,9 +27,7 @@ from deltaserve.evals.progress import progress_bar
 from deltaserve.evals.report import report_from_file
 from deltaserve.evals.results import append_row, load_rows, rows_of
 from deltaserve.evals.task_suite import Task, load_tasks
-from deltaserve.harness import Agent
 from deltaserve.harness.config import DEFAULT_MODEL, EDIT_DECODINGS, AgentConfig
-from deltaserve.harness.local_provider import engine_numerics
 from deltaserve.harness.outcomes import Outcome
 from deltaserve.harness.trace import run_header
 from deltaserve.tools.sandbox import choose
@@ -92,6 +90,9 @@ def run_one(task: Task, model: str, fmt: str, config: AgentEvalConfig, logs: Pat
     extra = {**EDIT_DECODINGS[decoding], **(config.run_kwargs(task, model, fmt) if config.run_kwargs else {})}
     name = (f"{task.id}__{model.replace('/', '_')}__{fmt}" + (f"__n{candidates}" if candidates > 1 else "")
             + (f"__{decoding}" if decoding != "default" else ""))
+    from deltaserve.harness import Agent  # litellm: seconds, not paid by `deltaserve eval --help`
+    from deltaserve.harness.local_provider import engine_numerics
+
     started = time.perf_counter()
     with tempfile.TemporaryDirectory(prefix=f"agent-{task.id}-") as tmp, \
             (logs / f"{name}.log").open("w", encoding="utf-8") as log:

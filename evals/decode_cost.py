@@ -20,7 +20,7 @@ import uuid
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from deltaserve.engine import Engine, EngineConfig, SamplingParams
+from deltaserve.engine import EngineConfig  # Engine and SamplingParams (torch) where a run needs them
 from deltaserve.errors import EvalError
 from deltaserve.evals.check_tasks import TEST_ENV, copy_repo, test_command
 from deltaserve.evals.gold_diff import parse_gold_diff
@@ -161,6 +161,8 @@ def force(engine, prompt_ids: list[int], reply_ids: list[int], cap: int | None, 
     if room < 2:
         raise EvalError(f"prompt of {len(prompt_ids)} tokens leaves no room in {engine.max_model_len}")
     n = min(len(reply_ids), room, cap or len(reply_ids))
+    from deltaserve.engine import SamplingParams
+
     params = SamplingParams(max_tokens=n, temperature=0.0, ignore_eos=True, forced_token_ids=reply_ids[:n],
                             prediction=prediction)
     return run_request(engine, prompt_ids, params, cache_salt=cache_salt), n
@@ -169,6 +171,8 @@ def force(engine, prompt_ids: list[int], reply_ids: list[int], cap: int | None, 
 def seconds_per_token(engine, prompt_ids: list[int], cache_salt: str | None = None) -> float:
     """Free-running greedy decode after the prompt (prefix already cached): measured seconds per token."""
     n = min(CALIBRATION_TOKENS, engine.max_model_len - len(prompt_ids) - 1)
+    from deltaserve.engine import SamplingParams
+
     params = SamplingParams(max_tokens=max(2, n), temperature=0.0, ignore_eos=True)
     out = run_request(engine, prompt_ids, params, cache_salt=cache_salt)
     m = out.metrics
@@ -293,6 +297,8 @@ def load_engine(config: DecodeCostConfig):
         kwargs["num_threads"] = config.threads
     if config.speculative is not None:
         kwargs["speculative"] = config.speculative
+    from deltaserve.engine import Engine
+
     return Engine.from_pretrained(config.model, **kwargs)
 
 

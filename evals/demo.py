@@ -25,9 +25,9 @@ from deltaserve.evals.console import print_decode_summary
 from deltaserve.evals.decode_cost import DecodeCostConfig, edited_sizes, load_engine, run_decode_cost_eval
 from deltaserve.evals.report import run_markdown
 from deltaserve.evals.task_suite import load_tasks
-from deltaserve.harness import Agent, formats
+from deltaserve.harness import formats
 from deltaserve.harness.config import DEFAULT_MODEL, AgentConfig
-from deltaserve.harness.local_provider import PREFIX, local_name, register_local_engine
+from deltaserve.harness.providers import PREFIX, local_name
 from deltaserve.harness.trace import run_header
 
 
@@ -82,8 +82,11 @@ def run_demo(config: DemoConfig, console: Console | None = None, engine=None) ->
     console.rule(f"[bold]deltaserve demo[/] · model {config.model}")
     console.print(f"Loading {config.model} into the engine ...")
     engine = engine or load_engine(DecodeCostConfig(model=config.model, threads=config.threads))
-    local_name = Path(config.model).name if "/" in config.model else config.model  # a path: its last part
-    register_local_engine(local_name, engine)
+    from deltaserve.harness import Agent  # litellm: seconds, not paid by `deltaserve demo --help`
+    from deltaserve.harness.local_provider import register_local_engine
+
+    served_as = Path(config.model).name if "/" in config.model else config.model  # a path: its last part
+    register_local_engine(served_as, engine)
     console.print(repr(engine))
     result: dict = {"out_dir": out_dir, "task": task.id}
 
@@ -94,13 +97,13 @@ def run_demo(config: DemoConfig, console: Console | None = None, engine=None) ->
         if repo.exists():
             shutil.rmtree(repo)
         copy_repo(task, repo.parent)
-        agent = Agent(repo, task.spec.description, test_cmd=test_command(task), model=f"{PREFIX}{local_name}",
+        agent = Agent(repo, task.spec.description, test_cmd=test_command(task), model=f"{PREFIX}{served_as}",
                       edit_format=config.edit_format, max_steps=config.max_steps,
                       max_tokens=config.max_tokens, candidates=config.candidates,
                       allow_dirty=True, trace=out_dir / "agent" / "trace.jsonl", console=console)
         report = agent.run()
         (out_dir / "agent" / "report.json").write_text(report.model_dump_json(indent=2))
-        header = run_header(f"{PREFIX}{local_name}", engine=engine.numerics, task=task.id)
+        header = run_header(f"{PREFIX}{served_as}", engine=engine.numerics, task=task.id)
         (out_dir / "agent" / "report.md").write_text(run_markdown(report, header), encoding="utf-8")
         result["agent"] = report
         agent_dir = out_dir / "agent"

@@ -29,9 +29,15 @@ from deltaserve.engine.server.openai_protocol import (
 )
 from deltaserve.engine.server.structured import format_spec, outputs_spec
 from deltaserve.errors import ModelNotFoundError
+from deltaserve.harness.providers import (  # noqa: F401  the model-string questions, asked of this module too
+    LOCAL_PROVIDER,
+    PREFIX,
+    is_local,
+    litellm_provider,
+    local_name,
+    provider_prefix,
+)
 
-LOCAL_PROVIDER = "local"
-PREFIX = f"{LOCAL_PROVIDER}/"
 # Reply tokens for a request that names no max_tokens.
 DEFAULT_MAX_TOKENS = 256
 # no "Give Feedback / Get Help" banners: the harness reports the error itself
@@ -59,31 +65,6 @@ def register_local_engine(name: str, engine: Engine) -> None:
     with _registry_lock:
         _engines[name] = engine
         _engine_locks[name] = threading.Lock()
-
-
-def local_name(model: str) -> str | None:
-    """`name` for a `local/<name>` model string, None for any other provider."""
-    return model.removeprefix(PREFIX) if model.startswith(PREFIX) else None
-
-
-def is_local(model: str) -> bool:
-    return local_name(model) is not None
-
-
-def provider_prefix(model: str) -> str | None:
-    """`openai` for `openai/<model>`: the provider a model string names before its first `/`, where litellm
-    has one of that name (ours, `local`, aside); else None."""
-    prefix = model.split("/", 1)[0] if "/" in model else None
-    return prefix if prefix != LOCAL_PROVIDER and prefix in litellm.provider_list else None
-
-
-def litellm_provider(model: str) -> str | None:
-    """The provider litellm would call for `model` (`openai` for a bare `gpt-4o` too); None where it finds
-    none (it would fail the first model call with "LLM Provider NOT provided")."""
-    try:
-        return litellm.get_llm_provider(model)[1]
-    except Exception:  # noqa: BLE001  litellm raises its BadRequestError and, for odd names, others
-        return None
 
 
 def load(model: str, num_threads: int | None = None, **engine_options: Any) -> None:

@@ -14,10 +14,8 @@ from deltaserve.cli.loading import loading_status
 from deltaserve.cli.model_names import agent_model
 from deltaserve.cli.quant_options import add_quant_options, quant_kwargs
 from deltaserve.errors import DeltaserveError, HarnessError
-from deltaserve.harness import formats, local_provider
-from deltaserve.harness.agent import Agent
+from deltaserve.harness import formats
 from deltaserve.harness.config import AgentConfig
-from deltaserve.harness.console_view import ConsoleView
 from deltaserve.harness.workspace_guard import check_clean, make_copy
 from deltaserve.tools.sandbox import choose
 
@@ -127,6 +125,8 @@ def run(args: argparse.Namespace) -> int:
         check_clean(args.path)  # before anything slow (loading a model, running the tests)
     choose(args.sandbox)  # bwrap asked for but unusable: a SandboxError (exit 2), also before anything slow
     model = agent_model(args.model)  # a name no command takes: refused with the list of those that work
+    from deltaserve.harness import local_provider  # litellm, transformers, torch: seconds, after the checks
+
     try:  # a local model loads now: a broken one is a clear error, not a failed first step
         with loading_status(local_provider.local_name(model)):
             local_provider.load(model, num_threads=args.threads, **kv_cache_kwargs(args),
@@ -157,6 +157,9 @@ def _fix(args: argparse.Namespace, model: str, workspace: Path):
                          localize=args.localize, dry_run=args.dry_run, sandbox=args.sandbox,
                          constrain_edits=args.constrain_edits, early_stop=args.early_stop,
                          allow_dirty=args.allow_dirty or args.copy)  # a copy is ours to edit
+    from deltaserve.harness.agent import Agent
+    from deltaserve.harness.console_view import ConsoleView
+
     view = ConsoleView(show_replies=args.show_replies)
     report = Agent(workspace, args.task, config, observers=[view], trace=args.trace).run()
     if args.diff_out is not None:

@@ -17,6 +17,7 @@ from deltaserve.engine.bundled import BUNDLED
 from deltaserve.engine.hub import hub_snapshot, looks_like_hub_id
 from deltaserve.engine.model_source import resolve_source
 from deltaserve.errors import ModelNotFoundError
+from deltaserve.harness import providers
 
 LOCAL = "local/"
 
@@ -80,15 +81,11 @@ def _in_hf_cache(hub_id: str) -> bool:
 
 
 def _provider_prefix(name: str) -> str | None:
-    from deltaserve.harness import local_provider  # litellm: ~1 s to import, only for a name no engine loads
-
-    return local_provider.provider_prefix(name)
+    return providers.provider_prefix(name)  # imports litellm (seconds): only for a name no engine loads
 
 
 def _litellm_knows(name: str) -> bool:
-    from deltaserve.harness import local_provider  # as above
-
-    return local_provider.litellm_provider(name) is not None
+    return providers.litellm_provider(name) is not None  # as above
 
 
 def _why_not(name: str, plain: str, agent: bool, download_flag: bool = False) -> str:

@@ -15,9 +15,10 @@ from deltaserve.cli.kv_options import add_kv_cache_options, kv_cache_kwargs
 from deltaserve.cli.loading import loading_status
 from deltaserve.cli.model_names import engine_model
 from deltaserve.cli.quant_options import add_quant_options, quant_kwargs
-from deltaserve.engine import Engine, EngineConfig
+from deltaserve.engine import EngineConfig
 from deltaserve.engine.config import SPECULATIVE_METHODS
-from deltaserve.engine.server import ServerLimits, bind_socket, run_server, use_chat_template
+from deltaserve.engine.server.limits import ServerLimits
+from deltaserve.engine.server.listen import bind_socket
 from deltaserve.errors import InvalidRequestError
 
 API_KEY_ENV = "DELTASERVE_API_KEY"
@@ -152,6 +153,10 @@ def run(args: argparse.Namespace) -> int:
                      + ("; pick another with --port" if exc.errno == 98 else ""))
     try:
         model = engine_model(args.model, allow_download=args.allow_download, download_flag=True)
+        # torch and FastAPI take seconds: not paid by `serve --help`, a taken port or an unknown model
+        from deltaserve.engine import Engine
+        from deltaserve.engine.server import run_server, use_chat_template
+
         with loading_status(model):
             engine = Engine.from_pretrained(model, **engine_kwargs(args))
         if chat_template is not None:

@@ -29,12 +29,26 @@ One concept per module:
     response_store.py      stored responses, for previous_response_id and GET
     routes_openai.py / routes_responses.py / routes_ops.py / tokenize.py   the endpoints
     metrics.py    Prometheus metrics
-    thread.py     bind_socket, run_server, ServerThread
+    listen.py     bind_socket: the listening socket, bound before the model loads
+    thread.py     run_server, ServerThread
 """
 
-from deltaserve.engine.server.app import create_app
-from deltaserve.engine.server.limits import ServerLimits
-from deltaserve.engine.server.template import use_chat_template
-from deltaserve.engine.server.thread import ServerThread, bind_socket, run_server
+import importlib
 
-__all__ = ["ServerLimits", "ServerThread", "bind_socket", "create_app", "run_server", "use_chat_template"]
+# The names load on first use (PEP 562), as the engine package's do: `deltaserve serve --help` reads
+# ServerLimits' defaults without importing FastAPI, uvicorn or torch.
+_EXPORTS = {
+    "ServerLimits": "limits",
+    "ServerThread": "thread",
+    "bind_socket": "listen",
+    "create_app": "app",
+    "run_server": "thread",
+    "use_chat_template": "template",
+}
+__all__ = list(_EXPORTS)
+
+
+def __getattr__(name: str):
+    if name not in _EXPORTS:
+        raise AttributeError(f"module 'deltaserve.engine.server' has no attribute {name!r}")
+    return getattr(importlib.import_module(f"deltaserve.engine.server.{_EXPORTS[name]}"), name)

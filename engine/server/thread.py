@@ -1,5 +1,5 @@
-"""Running an app: bind_socket (fails fast on a taken port), run_server (in the foreground), ServerThread
-(in a background thread).
+"""Running an app: run_server (in the foreground), ServerThread (in a background thread), on a socket from
+listen.bind_socket.
 """
 
 from __future__ import annotations
@@ -14,24 +14,8 @@ from fastapi import FastAPI
 
 from deltaserve.engine.server.app import create_app
 from deltaserve.engine.server.limits import ServerLimits
+from deltaserve.engine.server.listen import bind_socket
 from deltaserve.errors import ServerStartError
-
-
-def bind_socket(host: str, port: int) -> socket.socket:
-    """A TCP socket bound to (host, port), for uvicorn to serve on; port 0 picks a free one. Raises OSError
-    (errno 98: the port is taken) before anything slow has started.
-    The protocol is named, not left 0: asyncio turns Nagle's algorithm off (TCP_NODELAY) only on sockets whose
-    proto is IPPROTO_TCP, and accepted connections inherit it. Without it a response's second write waited
-    for the client's delayed ACK: every request on a kept-alive connection took 40 ms more."""
-    family = socket.AF_INET6 if ":" in host else socket.AF_INET
-    sock = socket.socket(family, socket.SOCK_STREAM, socket.IPPROTO_TCP)
-    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)  # a TIME_WAIT leftover is not "in use"
-    try:
-        sock.bind((host, port))
-    except OSError:
-        sock.close()
-        raise
-    return sock
 
 
 def run_server(engine: Any, host: str = "127.0.0.1", port: int = 8000, *,
