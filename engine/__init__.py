@@ -6,7 +6,7 @@ The names load on first use (PEP 562), so a module that needs no model, such as
 `deltaserve.engine.model_source` (where a model's files and tokenizer are), is imported without torch.
 """
 
-import importlib
+from deltaserve.engine.lazy_names import lazy_getattr
 
 # name -> the module defining it
 _EXPORTS = {
@@ -24,7 +24,4 @@ _EXPORTS = {
 __all__ = list(_EXPORTS)
 
 
-def __getattr__(name: str):
-    if name not in _EXPORTS:
-        raise AttributeError(f"module 'deltaserve.engine' has no attribute {name!r}")
-    return getattr(importlib.import_module(f"deltaserve.engine.{_EXPORTS[name]}"), name)
+__getattr__ = lazy_getattr(__name__, _EXPORTS)

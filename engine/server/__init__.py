@@ -33,7 +33,7 @@ One concept per module:
     thread.py     run_server, ServerThread
 """
 
-import importlib
+from deltaserve.engine.lazy_names import lazy_getattr
 
 # The names load on first use (PEP 562), as the engine package's do: `deltaserve serve --help` reads
 # ServerLimits' defaults without importing FastAPI, uvicorn or torch.
@@ -48,7 +48,4 @@ _EXPORTS = {
 __all__ = list(_EXPORTS)
 
 
-def __getattr__(name: str):
-    if name not in _EXPORTS:
-        raise AttributeError(f"module 'deltaserve.engine.server' has no attribute {name!r}")
-    return getattr(importlib.import_module(f"deltaserve.engine.server.{_EXPORTS[name]}"), name)
+__getattr__ = lazy_getattr(__name__, _EXPORTS)
