@@ -15,7 +15,7 @@ from typing import Any
 from rich.console import Console
 
 from deltaserve.errors import DeltaserveError
-from deltaserve.harness import accounting, client, context, formats, local_provider
+from deltaserve.harness import accounting, client, context, formats, local_provider, providers
 from deltaserve.harness.accounting import (
     DECODED_CONSTRAINED,
     DECODED_WATCHED,
@@ -86,7 +86,7 @@ class Agent:
         self.state = RunState(
             format=self.prompt_format, snapshot=Snapshot(self.workspace),
             stalls=StallPolicy(self.config.temperature, self.config.resample_temperature),
-            plan=FormatPlan(self.count, local_provider.is_local(self.model) or self._scripted, self.model)
+            plan=FormatPlan(self.count, providers.is_local(self.model) or self._scripted, self.model)
             if auto_plan else None)
         self._monitor: PrefixMonitor | None = None
         self._monitor_tokenizer: Any = ...  # resolved at the first step; None: no tokenizer, no monitor
@@ -155,7 +155,7 @@ class Agent:
         (`watched`) or plainly. A constrained symbol reply is watched too."""
         c = self.config
         name = self.format.name
-        constrain = local_provider.is_local(self.model) if c.constrain_edits is None else c.constrain_edits
+        constrain = providers.is_local(self.model) if c.constrain_edits is None else c.constrain_edits
         if constrain:
             files = self.edit_files()
             if files and name in ("search_replace", "udiff"):
@@ -238,7 +238,7 @@ class Agent:
         departure, so the unchanged lines of a rewritten file or function (found anywhere in it) are
         accepted instead of decoded one pass each."""
         in_play = self.in_play()
-        local = local_provider.is_local(self.model)
+        local = providers.is_local(self.model)
         if not in_play or self.format.name not in PREDICTED_FORMATS or not local:
             return None
         # the full text of a file shown in part drafts as well: the draft is matched, never shown

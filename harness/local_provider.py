@@ -29,14 +29,7 @@ from deltaserve.engine.server.openai_protocol import (
 )
 from deltaserve.engine.server.structured import format_spec, outputs_spec
 from deltaserve.errors import ModelNotFoundError
-from deltaserve.harness.providers import (  # noqa: F401  the model-string questions, asked of this module too
-    LOCAL_PROVIDER,
-    PREFIX,
-    is_local,
-    litellm_provider,
-    local_name,
-    provider_prefix,
-)
+from deltaserve.harness.providers import LOCAL_PROVIDER, PREFIX, local_name
 
 # Reply tokens for a request that names no max_tokens.
 DEFAULT_MAX_TOKENS = 256

@@ -24,6 +24,7 @@ from deltaserve.evals.decode_cost import DecodeCostConfig, load_engine, plan_eva
 from deltaserve.evals.report import report_from_file
 from deltaserve.evals.swebench_import import import_swebench
 from deltaserve.evals.task_suite import load_tasks
+from deltaserve.harness import providers
 from deltaserve.harness.config import EDIT_DECODINGS
 
 
@@ -196,7 +197,7 @@ def run_agent(args) -> int:
     from deltaserve.harness import local_provider  # litellm, transformers and torch: after the checks
 
     for model in models:  # local engines built now, with the disk tier if asked
-        with loading_status(local_provider.local_name(model)):
+        with loading_status(providers.local_name(model)):
             local_provider.load(model, num_threads=args.threads, **kv_cache_kwargs(args),
                                 **quant_kwargs(args))
     config = AgentEvalConfig(

@@ -14,7 +14,7 @@ from deltaserve.cli.loading import loading_status
 from deltaserve.cli.model_names import agent_model
 from deltaserve.cli.quant_options import add_quant_options, quant_kwargs
 from deltaserve.errors import DeltaserveError, HarnessError
-from deltaserve.harness import formats
+from deltaserve.harness import formats, providers
 from deltaserve.harness.config import AgentConfig
 from deltaserve.harness.workspace_guard import check_clean, make_copy
 from deltaserve.tools.sandbox import choose
@@ -128,7 +128,7 @@ def run(args: argparse.Namespace) -> int:
     from deltaserve.harness import local_provider  # litellm, transformers, torch: seconds, after the checks
 
     try:  # a local model loads now: a broken one is a clear error, not a failed first step
-        with loading_status(local_provider.local_name(model)):
+        with loading_status(providers.local_name(model)):
             local_provider.load(model, num_threads=args.threads, **kv_cache_kwargs(args),
                                 **quant_kwargs(args))
     except (DeltaserveError, ValueError, OSError) as exc:  # transformers' loaders raise plain ValueErrors too

@@ -102,13 +102,16 @@ class PromptPreparer:
         self.token_chars = longest_token_chars(engine.tokenizer) * NORMALIZER_SLACK
         self._pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="deltaserve-tokenizer")
 
+    def check_prompt_chars(self, chars: int) -> None:
+        """Refuse a prompt that more than the prompt cap's tokens would be needed to hold, without tokenizing
+        it, as the overflow it is."""
+        cap = self.max_prompt_tokens
+        if chars > cap * self.token_chars:
+            raise ContextLengthError(max(math.floor(chars / self.token_chars), cap + 1), cap, chars=chars)
+
     def check_chars(self, what: str, chars: int, max_tokens: int) -> None:
-        """Refuse text that more than `max_tokens` tokens would be needed to hold, without tokenizing it (a
-        prompt as one too long for the context)."""
+        """Refuse text that more than `max_tokens` tokens would be needed to hold, without tokenizing it."""
         if chars > max_tokens * self.token_chars:
-            if what == "prompt":
-                at_least = max(math.floor(chars / self.token_chars), max_tokens + 1)
-                raise ContextLengthError(at_least, max_tokens, chars=chars)
             raise InvalidRequestError(
                 f"{what} has {chars} characters, more than {max_tokens} tokens can hold; this server accepts "
                 f"at most {max_tokens} tokens")
@@ -118,7 +121,7 @@ class PromptPreparer:
         chars = prompt_chars(prompt)
         if chars is None:
             return list(prompt)  # token ids: nothing to tokenize (the engine checks their range)
-        self.check_chars("prompt", chars, self.max_prompt_tokens)
+        self.check_prompt_chars(chars)
         return await self.run(prompt_ids, self.engine, prompt)
 
     async def run(self, fn: Any, *args: Any) -> Any:

@@ -69,7 +69,7 @@ def _text_ids(engine: Any, req: TokenizeText) -> list[int]:
 
 async def _ids(ctx: ServingContext, req: TokenizeText | TokenizeChat) -> list[int]:
     if isinstance(req, TokenizeText):
-        ctx.prompts.check_chars("prompt", len(req.prompt), ctx.prompts.max_prompt_tokens)
+        ctx.prompts.check_prompt_chars(len(req.prompt))
         return await ctx.prompts.run(_text_ids, ctx.engine, req)
     check_history(req.messages, ctx.tools_refused)
     if req.tools and ctx.tools_refused is not None:
