@@ -9,7 +9,10 @@ the request does not have (Qwen2.5-Coder-1.5B: 'greet', for a request whose only
 the server could only answer 500. A reply that may be calls (tool_choice auto) is free text where the tags
 are tokens of their own: each call block the model opens is held to the same grammar, and the text between
 is free (a text lexeme cannot hold an added token, so the tag is where the grammar takes over; a tag spelled
-as text could be written inside the free text, so there is no such grammar for it).
+as text could be written inside the free text, so there is no such grammar for it). A reply that opens as a
+bare call, `{"name"` with no tag (small Qwen models write them so, and Qwen2.5-Coder's template shows the
+call with its outer braces doubled, which the 1.5B model copied with a brace too many), is held to the calls
+as well, in either form: it is a call, not content. Free text opening any other way stays free.
 
 A tag the tokenizer holds as one added token (`<tool_call>` is token 151657 for Qwen2.5) is named by its id:
 llguidance reads added tokens as special, not as the text they spell.
@@ -25,6 +28,13 @@ from deltaserve.engine.constraints.grammar import JSON_OPTIONS
 from deltaserve.engine.constraints.spec import ANY_OBJECT
 from deltaserve.engine.server.openai_protocol import ToolDefinition
 from deltaserve.engine.server.tool_parser import CLOSE, OPEN
+
+# A reply that opens as a bare call (`{"name": "`, its outer brace perhaps doubled: Qwen2.5-Coder's template
+# shows the call so) is held to the calls. Free text is any reply that does not open so. The head is one
+# lexeme, longer than the text's last possible character: llguidance's lexer takes the longest match, so a
+# call's first `{` as a lexeme of its own would lose to the free text it also begins. Rust regexes.
+BARE_HEAD = r'\s*\{\{?"name"'
+BARE_OPENS = {"single": r'/\s*\{"name": "/', "doubled": r'/\s*\{\{"name": "/'}
 
 
 def tag_terminal(tokenizer: Any, tag: str) -> str:
@@ -77,7 +87,8 @@ def tool_call_grammar(tools: list[ToolDefinition], tags: tuple[str, str], one_ca
     or the end; a newline may follow the last close. `free_text` (tool_choice auto; tags that are tokens):
     the whole reply, free text with call blocks in it (one at most with `one_call`). `answer` (tool_choice
     auto with a response_format: its JSON schema): the whole reply, an answer in that schema or call blocks
-    (an answer's `{` and a block's tag tell them apart from the first character, tags spelled as text too)."""
+    (an answer's `{` and a block's tag tell them apart from the first character, tags spelled as text too).
+    Under `free_text` without an answer, a reply that opens as a bare call is calls (`bare_call_rules`)."""
     open_tag, close_tag = tags
     block = f'{open_tag} "\\n" call "\\n" {close_tag}'
     more = "" if one_call else f' ("\\n" {block})* "\\n"?'  # after a first block: more, or the end
@@ -85,11 +96,28 @@ def tool_call_grammar(tools: list[ToolDefinition], tags: tuple[str, str], one_ca
         answer = {"x-guidance": JSON_OPTIONS, **answer}
         start = f"start: answer | {block}{more}\nanswer: %json {json.dumps(answer)}\n"
     elif free_text:
-        body = f"TEXT? ({block})?" if one_call else f"TEXT? ({block} TEXT?)*"
-        start = f"start: {body}\nTEXT: /(?s:.+)/\n"
+        blocks = f"FIRST_TEXT? ({block})?" if one_call else f"FIRST_TEXT? ({block} TEXT?)*"
+        start = (f"start: {blocks} | {'bare' if one_call else 'bare+'} END?\n"
+                 f"FIRST_TEXT: /(?s:.+)/ & ~/(?s:{BARE_HEAD}.*)/\nTEXT: /(?s:.+)/\nEND: /\\s+/\n"
+                 + bare_call_rules(tools, loose))
     else:
         start = f'start: call "\\n" {close_tag}{more}\n'
     return GrammarSpec(kind="lark", source=start + f"call: %json {json.dumps(call_schema(tools, loose))}\n")
+
+
+def bare_call_rules(tools: list[ToolDefinition], loose: bool) -> str:
+    """`bare`: one call without tags, `{"name": "...", "arguments": {...}}` or with its outer braces doubled,
+    each tool's arguments as `call_schema` holds them (the head up to the name's first quote is the one
+    lexeme of BARE_OPENS)."""
+    named, arguments = [], []
+    for i, tool in enumerate(tools):
+        fn = tool.function
+        schema = ANY_OBJECT if fn.parameters is None or loose else fn.parameters
+        rest_of_head = fn.name + '", "arguments": '
+        named.append(f"{json.dumps(rest_of_head, ensure_ascii=False)} arguments{i}")
+        arguments.append(f"arguments{i}: %json {json.dumps({'x-guidance': JSON_OPTIONS, **schema})}\n")
+    return (f'bare: SINGLE named "}}" | DOUBLED named "}}}}"\nnamed: {" | ".join(named)}\n'
+            f'SINGLE: {BARE_OPENS["single"]}\nDOUBLED: {BARE_OPENS["doubled"]}\n' + "".join(arguments))
 
 
 def tool_call_grammars(tools: list[ToolDefinition], tags: tuple[str, str], one_call: bool,

@@ -5,8 +5,9 @@ renders them in the `<tool_call>` form (template.py) can serve them; any other i
 so is a history with tool calls in it. tool_choice:
     auto (the default)  tools in the prompt, calls read from the reply; where the call tags are tokens of
                         their own, decoded under a grammar of free text in which each call block the model
-                        opens is held to the tools' calls (tool_grammar.py); with a response_format, under
-                        one of an answer in that format or calls (structured.py leaves the format to it)
+                        opens, and a reply that opens as a bare call, is held to the tools' calls
+                        (tool_grammar.py); with a response_format, under one of an answer in that format or
+                        calls (structured.py leaves the format to it)
     none                no tools in the prompt, the reply is plain content
     required            the reply is begun with `<tool_call>` for the model, and decoded under a grammar
                         (tool_grammar.py): calls to the request's tools, arguments as their schemas say

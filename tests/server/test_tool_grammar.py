@@ -5,6 +5,8 @@ block the model opens is held to the tools' calls."""
 
 from __future__ import annotations
 
+import json
+
 import pytest
 from transformers import AutoTokenizer
 
@@ -16,6 +18,7 @@ from deltaserve.engine.server.tool_grammar import (
     tool_call_grammars,
     tool_tags,
 )
+from deltaserve.engine.server.tool_parser import ToolCallParser
 from deltaserve.testing.tiny_model import smollm2_tokenizer_dir
 
 CITY = ToolDefinition.model_validate({"type": "function", "function": {
@@ -130,3 +133,51 @@ def test_auto_with_a_response_format_is_an_answer_or_calls(tokenizers):
     assert not reply('{"city": "Rome"}')  # the answer holds to its schema
     assert not reply("Sure, Oslo.")  # no free text
     assert not reply("<tool_call>\n" + CALL.replace("get_weather", "launch_rocket"))
+
+
+def test_auto_holds_a_reply_that_opens_as_a_bare_call(tokenizers):
+    """Small Qwen models write calls as bare JSON, no tags, and Qwen2.5-Coder's template shows the call with
+    its outer braces doubled (Qwen2.5-Coder-1.5B wrote `{{"name": "add", ...}}}}`, one brace too many, and
+    the reply was no call): a reply that opens as a call is held to the tools' calls, in either form. Other
+    text stays free, JSON too."""
+    _, tagged = tokenizers
+    call = CALL.removesuffix("\n</tool_call>")
+
+    def reply(text: str, one_call: bool = False) -> bool:
+        constraint = auto_constraint(tagged, one_call=one_call)
+        return feed(constraint, tagged, text) and constraint.accept(tagged.eos_token_id)
+
+    for one_call in (False, True):
+        for opening in (call, "{" + call + "}", "\n" + call + "\n"):
+            assert reply(opening, one_call), opening
+        assert not reply("{" + call + "}}", one_call)  # the brace too many
+        assert not reply(call.replace("get_weather", "launch_rocket"), one_call)
+        assert not reply(call.replace('"city"', '"town"'), one_call)
+        assert not reply('{"name": "Oslo"}', one_call)  # opens as a call: must be one
+        for text in ('{"city": "Oslo"}', 'Calling {"name": 1}', '{ "name": 1}', "{{x}}", ""):
+            assert reply(text, one_call), text
+    assert reply(call + "\n" + call) and not reply(call + "\n" + call, one_call=True)
+
+
+def test_a_bare_call_decoded_under_the_grammar_is_read_as_that_call(tokenizers):
+    """A model set on the extra brace writes the call the parser reads: at each step it takes the longest
+    token that goes on with the text it wants and that the grammar allows, and it ends where none does."""
+    _, tagged = tokenizers
+    wanted = '{{"name": "get_weather", "arguments": {"city": "Oslo"}}}}\nDone.'
+    texts = {t: tagged.decode([t]) for t in range(len(tagged))}
+    constraint, written = auto_constraint(tagged), ""
+    while True:
+        rest = wanted[len(written):]
+        going_on = sorted((t for t, text in texts.items() if text and rest.startswith(text)),
+                          key=lambda t: -len(texts[t]))
+        token = next((t for t in going_on if constraint.valid_prefix([t]) == 1), None)
+        if token is None:
+            break
+        assert constraint.accept(token)
+        written += texts[token]
+    assert written == '{{"name": "get_weather", "arguments": {"city": "Oslo"}}}'
+    assert constraint.accept(tagged.eos_token_id)
+    parser = ToolCallParser(frozenset({"get_weather"}))
+    parser.feed(written, final=True)
+    [call] = parser.calls
+    assert (call.function.name, json.loads(call.function.arguments)) == ("get_weather", {"city": "Oslo"})
