@@ -19,6 +19,8 @@ class TokenTable:
             if data and token not in special:
                 self.by_bytes[data].append(token)
         self.max_token_bytes = max(map(len, self.by_bytes), default=1)
+        # every non-empty prefix of a token's bytes (Qwen2.5's 151k tokens: 334k prefixes, ~25 MB)
+        self.token_heads = frozenset(data[:end] for data in self.by_bytes for end in range(1, len(data) + 1))
         self.by_head: dict[bytes, list[tuple[bytes, list[int]]]] = defaultdict(list)  # by first 1 and 2 bytes
         for data, ids in self.by_bytes.items():
             self.by_head[data[:1]].append((data, ids))
@@ -33,11 +35,20 @@ class TokenTable:
     def prefixes_of(self, text: bytes) -> set[int]:
         """The tokens whose bytes are a non-empty prefix of `text`."""
         found: set[int] = set()
-        for end in range(1, min(len(text), self.max_token_bytes) + 1):
+        for end in range(1, self.reach(text) + 1):
             ids = self.by_bytes.get(text[:end])
             if ids:
                 found.update(ids)
         return found
+
+    def reach(self, text: bytes) -> int:
+        """How far into `text` a token can run: the length of its longest prefix that begins some token. A
+        continuation is only looked into that far (a SEARCH part of a 5,000-line file holds every line start
+        at first: looking 256 bytes into each took seconds a token)."""
+        n, most = 0, min(len(text), self.max_token_bytes)
+        while n < most and text[:n + 1] in self.token_heads:
+            n += 1
+        return n
 
     def starting_with(self, head: bytes) -> set[int]:
         """The tokens whose bytes start with `head` (a scan of the tokens sharing its first two bytes)."""

@@ -18,6 +18,7 @@ it still may be (`FileLine`).
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable, Iterable
 
 import numpy as np
@@ -180,10 +181,9 @@ class UdiffConstraint(ThreadConstraint):
         """Tokens a free line with `room` bytes left may take: text without a newline that fits, or text
         ending in the line's newline."""
         if room not in self._free_rows:
-            self._free_rows[room] = self.table.row(
-                t for d, ids in self.table.free
-                if b"\n" not in d[:-1] and (len(d) <= room or (d.endswith(b"\n") and len(d) <= room + 1))
-                for t in ids)
+            plain, ending = _line_token_sizes(self.table)
+            fits = (plain <= room) | (ending <= room + 1)
+            self._free_rows[room] = np.packbits(fits, bitorder="little").view(np.int32)
         return self._free_rows[room]
 
     def fill_open_mask(self, row: torch.Tensor) -> None:
@@ -196,23 +196,41 @@ class UdiffConstraint(ThreadConstraint):
             elif isinstance(thread, End):
                 allowed.update(self.table.eos_token_ids)
             else:
-                for text in _continuations(thread, budget):
+                for text in _continuations(thread, budget, self.table):
                     allowed |= self.table.prefixes_of(text)
         if allowed:
             words |= self.table.row(allowed)
         row.copy_(torch.from_numpy(words))
 
 
-def _continuations(thread, budget: int) -> Iterable[bytes]:
+@functools.lru_cache(maxsize=4)
+def _line_token_sizes(table: TokenTable) -> tuple[np.ndarray, np.ndarray]:
+    """Per token id, its size in bytes if free text may hold it inside a line (no newline), and if it ends
+    the line (its one newline last); a size past any room otherwise. Once per table: a free line's mask for
+    each room left is then a comparison (a scan of the vocabulary per room took ~25 ms, for each byte of a
+    new line)."""
+    never = np.iinfo(np.int32).max
+    padded = ((table.vocab_size + 31) // 32) * 32
+    plain, ending = np.full(padded, never, np.int32), np.full(padded, never, np.int32)
+    for data, ids in table.free:
+        if b"\n" not in data:
+            plain[ids] = len(data)
+        elif data.index(b"\n") == len(data) - 1:
+            ending[ids] = len(data)
+    return plain, ending
+
+
+def _continuations(thread, budget: int, table: TokenTable) -> Iterable[bytes]:
     """Byte strings of up to `budget` bytes the thread may emit next, none running past a line's end into
-    free text (tokens that would are left out of the mask: the line's newline comes as a token of its own)."""
+    free text (tokens that would are left out of the mask: the line's newline comes as a token of its own);
+    what follows a literal is looked into only where some token begins with all of it (`table.reach`)."""
     if isinstance(thread, Lit):
         rest = thread.data[thread.pos:]
         yield rest[:budget]
-        if len(rest) < budget:
+        if len(rest) < budget and table.reach(rest) == len(rest):
             for nxt in expand(thread.then()):
                 if isinstance(nxt, Lit | FileLine):
-                    for text in _continuations(nxt, budget - len(rest)):
+                    for text in _continuations(nxt, budget - len(rest), table):
                         yield rest + text
     elif isinstance(thread, FileLine):
         f = thread.file

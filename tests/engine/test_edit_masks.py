@@ -70,6 +70,27 @@ def test_every_token_the_mask_allows_is_accepted(eng, kind, text, left):
     assert not refused, [eng.tokenizer.decode([t]) for t in refused[:10]]
 
 
+@pytest.mark.parametrize("kind,text", [
+    ("search_replace", ""),
+    ("search_replace", "calc"),  # the path, which a token may run on past into the opening and the file
+    ("search_replace", SR_HEAD),  # a SEARCH part may start at any line
+    ("search_replace", SR_HEAD + "    return a - b\n"),
+    ("udiff", "```diff\n--- a/"),  # the path, then the rest of the header
+])
+def test_every_token_the_automaton_accepts_is_allowed(eng, kind, text):
+    """The other way round: the mask looks ahead only as far as a token can run (TokenTable.reach), and no
+    token the automaton takes is left out of it (in a hunk's lines a udiff mask leaves out by design the
+    tokens that run on from a line's marker or end: those come as tokens of their own)."""
+    constraint = _at(eng, kind, text)
+    allowed = set(_allowed(eng, constraint))
+    table = eng.grammars.token_table()
+    # a udiff mask leaves out by design the tokens that run past a line's end (its newline comes alone)
+    by_design = (lambda t: b"\n" in table.token_bytes[t][:-1]) if kind == "udiff" else (lambda t: False)
+    left_out = [t for t in range(eng.model.vocab_size) if t not in allowed and t not in table.special
+                and not by_design(t) and constraint.valid_prefix([t]) == 1]
+    assert not left_out, [eng.tokenizer.decode([t]) for t in left_out[:10]]
+
+
 PIECES = {
     "search_replace": (SR_REPLACE, ["=", ">", "<", "`", " ", "\n", "x", "-", "REPLACE", "SEARCH", ">>>>>>>"]),
     "udiff": (DIFF_HEAD, [" ", "-", "+", "\n", "@@", "def add(a, b):", "    return a - b", "x", "```"]),
