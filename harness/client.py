@@ -224,7 +224,9 @@ def _completion(model: str, text: str, finish_reason: str | None, usage: Any, me
         model=model,
         finish_reason=finish_reason,
         prompt_tokens=_get(usage, "prompt_tokens"),
-        cached_tokens=_get(prompt_details, "cached_tokens"),
+        # a stream stopped early has no usage; the metrics so far say what was cached (local engine)
+        cached_tokens=_get(prompt_details, "cached_tokens") if usage is not None else (metrics or {}).get(
+            "cached_tokens"),
         completion_tokens=_get(usage, "completion_tokens"),
         ttft_s=ttft_s,
         decode_s=decode_s,

@@ -269,12 +269,12 @@ class LocalEngineLLM(CustomLLM):
                   logging_obj: Any, optional_params: dict, *args: Any, **kwargs: Any) -> Iterator[dict]:
         for out in _run_local(model, messages, optional_params):
             _check(out)
+            usage, metrics = _usage_and_metrics([out.metrics])
+            # the metrics so far on every chunk: a reader that stops the stream early (harness/early_stop.py)
+            # still knows the prompt's cached tokens and the passes decoded; the usage comes at the end
             chunk = {"text": out.new_text or "", "is_finished": out.finished,
-                     "finish_reason": out.finish_reason or "", "usage": None, "index": 0}
-            if out.finished:
-                usage, metrics = _usage_and_metrics([out.metrics])
-                chunk["usage"] = usage
-                chunk["provider_specific_fields"] = {"metrics": metrics}
+                     "finish_reason": out.finish_reason or "", "usage": usage if out.finished else None,
+                     "index": 0, "provider_specific_fields": {"metrics": metrics}}
             yield chunk
 
     # Each async request steps the engine on a thread of its own that ends with it: an executor's threads

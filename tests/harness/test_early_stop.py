@@ -89,6 +89,10 @@ def test_the_stream_is_closed_and_the_engine_frees_the_request(tiny_llama):
     assert cut.finish_reason == EARLY_STOP and "is not in calc.py" in cut.stopped_early
     assert full.text.startswith(cut.text) and len(cut.text) < len(full.text)
     assert engine.stats().blocks_in_use == 0 and not engine.has_unfinished()
+    # what the cut reply cost is still known: the prompt's cached tokens (its first run cached the prompt)
+    # and the passes decoded until the stop
+    assert cut.cached_tokens is not None and cut.cached_tokens > 0
+    assert 0 < cut.decode_passes <= full.decode_passes
 
 
 def diff(*hunk_lines: str, path: str = "calc.py") -> str:
