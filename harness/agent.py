@@ -28,7 +28,7 @@ from deltaserve.harness.candidates import CandidateOutcome, candidate_context, c
 from deltaserve.harness.config import AgentConfig, default_test_cmd
 from deltaserve.harness.console_view import ConsoleView
 from deltaserve.harness.early_stop import EARLY_STOP, WATCHES, file_reader, watch_for
-from deltaserve.harness.events import AgentObserver, RunStart, StepDetails
+from deltaserve.harness.events import ACTIVITY_REPLY, ACTIVITY_TRY, AgentObserver, RunStart, StepDetails
 from deltaserve.harness.format_choice import FormatPlan
 from deltaserve.harness.formats import auto, whole
 from deltaserve.harness.formats.reminders import reminder
@@ -376,6 +376,7 @@ class Agent:
             messages = prompt.messages
             self.state.prompts.append(messages)
             prefix_break = self.watch_prompt(messages)
+            self._notify("on_step_activity", step, ACTIVITY_REPLY)
             try:
                 reply = self.complete(messages, self.prediction(), step)
             except Exception as exc:  # noqa: BLE001 - a failed model call ends the run with its reason
@@ -383,6 +384,7 @@ class Agent:
                 if "connection error" in str(exc).lower() and self.config.api_base:
                     stopped += f" (is a server listening at {self.config.api_base}?)"
                 return stopped
+            self._notify("on_step_activity", step, ACTIVITY_TRY)
             reply, tried, resampled = self.pick(reply, messages, self.prediction(), step)
             if not tried and reply.text.strip() in self.state.replies:
                 resampled = True

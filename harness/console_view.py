@@ -48,6 +48,10 @@ class ConsoleView(AgentObserver):
         else:
             self.console.print(f"No suspects from coverage: {escape(localization.note)}")
 
+    def on_step_activity(self, step: int, activity: str) -> None:
+        if self._table is not None:
+            self._table.working(f"step {step}: {activity}")
+
     def on_step(self, step: StepReport, details: StepDetails) -> None:
         if self.show_replies:
             self.console.rule(f"step {step.step}: the model's reply ({step.completion_tokens} tokens)",

@@ -8,6 +8,10 @@ from dataclasses import dataclass
 from deltaserve.harness.accounting import RunReport, StepReport, TestOutcome
 from deltaserve.tools.localize import Localization
 
+# what a step is doing while it runs (on_step_activity)
+ACTIVITY_REPLY = "waiting for the model's reply"
+ACTIVITY_TRY = "applying the reply, running the tests"
+
 
 @dataclass(frozen=True)
 class RunStart:
@@ -39,6 +43,9 @@ class AgentObserver:
 
     def on_localized(self, localization: Localization) -> None:
         """After the failing step 0, when the config asks for it: the code the failing tests run, ranked."""
+
+    def on_step_activity(self, step: int, activity: str) -> None:
+        """What step `step` is doing now, before its report (a model reply can take minutes on a CPU)."""
 
     def on_step(self, step: StepReport, details: StepDetails) -> None:
         """One model call and its outcome, with this run's measured rates attached."""

@@ -9,11 +9,13 @@ sets a width.
 from __future__ import annotations
 
 import os
+import time
 from dataclasses import dataclass
 
-from rich.console import Console
+from rich.console import Console, Group
 from rich.live import Live
 from rich.table import Table
+from rich.text import Text
 
 from deltaserve.harness.accounting import RunReport, StepReport
 
@@ -73,6 +75,23 @@ def row(r: StepReport | RunReport, label: str, action: str, outcome: str) -> lis
     return [label, action, *map(_n, figures), outcome]
 
 
+class Activity:
+    """The line under the table while a step runs: what it is doing and for how long (read at each refresh);
+    nothing between steps."""
+
+    def __init__(self) -> None:
+        self.text: str | None = None
+        self.began = 0.0
+
+    def set(self, text: str | None) -> None:
+        self.text, self.began = text, time.monotonic()
+
+    def __rich__(self) -> Text:
+        if self.text is None:
+            return Text("")
+        return Text(f"{self.text} ... {time.monotonic() - self.began:.0f} s", style="dim")
+
+
 class LiveTable:
     def __init__(self, title: str = "", console: Console | None = None):
         self.console = console or Console()
@@ -87,19 +106,29 @@ class LiveTable:
             wraps = c.name == "outcome"  # the one column that may take two lines rather than be cut
             self.table.add_column(c.short if short else c.name, justify=justify, no_wrap=not wraps,
                                   min_width=c.width if wraps else None)
-        self._live = Live(self.table, console=self.console, auto_refresh=False)
+        self.activity = Activity()
+        # a terminal sees the activity's seconds go by; a log or pipe gets the table once, at the end
+        self._live = Live(Group(self.table, self.activity), console=self.console,
+                          auto_refresh=self.console.is_terminal, refresh_per_second=1)
 
     def start(self) -> None:
         self._live.start()
 
     def stop(self) -> None:
+        self.activity.set(None)
         self._live.stop()
         if not self.console.is_terminal:
             self.console.line()  # Live leaves the cursor after the table's last line
 
+    def working(self, text: str) -> None:
+        """Show what the running step is doing, until its row comes."""
+        self.activity.set(text)
+        self._live.refresh()
+
     def _add(self, cells: list[str]) -> None:
         shown = [cell for spec, cell in zip(SPECS, cells, strict=True) if spec in self.columns]
         self.table.add_row(*shown)
+        self.activity.set(None)
         self._live.refresh()
 
     def add(self, step: StepReport) -> None:

@@ -6,7 +6,7 @@ from pydantic import ValidationError
 from deltaserve.engine import EngineConfig
 from deltaserve.harness import Agent, AgentConfig
 from deltaserve.harness.config import DEFAULT_MODEL
-from deltaserve.harness.events import AgentObserver
+from deltaserve.harness.events import ACTIVITY_REPLY, ACTIVITY_TRY, AgentObserver
 
 MODEL = "openai/gpt-4o-mini"  # never called: the replies are scripted through litellm's mock_response
 RIGHT = ("```diff\n--- a/calc.py\n+++ b/calc.py\n@@ -1,2 +1,2 @@\n def add(a, b):\n-    return a - b\n"
@@ -23,6 +23,9 @@ class Recorder(AgentObserver):
     def on_initial_tests(self, tests):
         self.events.append(("initial", tests.ok))
 
+    def on_step_activity(self, step, activity):
+        self.events.append(("activity", step, activity))
+
     def on_step(self, step, details):
         applied = "Applied to" in details.feedback
         self.events.append(("step", step.step, step.outcome, details.files_changed, applied))
@@ -38,6 +41,7 @@ def test_observers_see_every_event_and_nothing_is_printed(project, quick_test_cm
     report = agent.run()
     assert report.solved
     assert recorder.events == [("start", MODEL, "auto"), ("initial", False),
+                               ("activity", 1, ACTIVITY_REPLY), ("activity", 1, ACTIVITY_TRY),
                                ("step", 1, "tests pass", ("calc.py",), True), ("end", "tests pass")]
     assert capsys.readouterr() == ("", "")  # no console at all
     assert agent.completion_kwargs == {"mock_response": RIGHT}  # not a config field: goes to the model call

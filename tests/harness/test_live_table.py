@@ -49,3 +49,20 @@ def test_the_table_fits(width):
     assert "tests pass" in text and "12000" in text
     if width < 120:
         assert "left out at this width:" in text
+
+
+@pytest.mark.parametrize("terminal", [True, False])
+def test_a_running_step_says_what_it_does_on_a_terminal_only(terminal):
+    """A 1.5B model's reply takes minutes on a CPU: a terminal sees the step's activity and its seconds under
+    the table until the row comes; a log gets the table alone."""
+    console = Console(file=io.StringIO(), width=MIN_WIDTH, force_terminal=terminal, color_system=None)
+    table = LiveTable(title="t", console=console)
+    table.start()
+    table.working("step 1: waiting for the model's reply")
+    assert ("step 1: waiting for the model's reply ... 0 s" in console.file.getvalue()) == terminal
+    table.add(steps()[0])
+    assert str(table.activity.__rich__()) == ""
+    table.stop()
+    assert "tests fail" in console.file.getvalue()
+    if not terminal:
+        assert "waiting" not in console.file.getvalue()
