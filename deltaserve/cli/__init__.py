@@ -13,11 +13,12 @@ import argparse
 import dataclasses
 import importlib
 import importlib.metadata
+import inspect
 import os
 import shutil
 import sys
 import textwrap
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from typing import Any
 
 from pydantic import BaseModel
@@ -102,9 +103,10 @@ def add_sandbox_option(parser: argparse.ArgumentParser, default_value: str = "au
                              "bwrap when it works here, else none with a warning (default: %(default)s)")
 
 
-def build_parser(load: Iterable[str] | None = None) -> argparse.ArgumentParser:
+def build_parser(load: Iterable[str] | None = None, argv: Sequence[str] = ()) -> argparse.ArgumentParser:
     """The parser with the subcommands in `load` (default: all) complete; the others carry only their help
-    line, so their modules are not imported."""
+    line, so their modules are not imported. A command whose `register` takes `argv` (bench) is given the
+    command line, to build only the part of itself it names."""
     load = COMMANDS if load is None else set(load)
     parser = Parser(
         prog="deltaserve",
@@ -117,7 +119,9 @@ def build_parser(load: Iterable[str] | None = None) -> argparse.ArgumentParser:
     subparsers = parser.add_subparsers(dest="command", metavar="COMMAND")
     for name, help_line in COMMANDS.items():
         if name in load:
-            importlib.import_module(f"deltaserve.cli.{name}").register(subparsers)
+            register = importlib.import_module(f"deltaserve.cli.{name}").register
+            takes_argv = "argv" in inspect.signature(register).parameters
+            register(subparsers, argv) if takes_argv else register(subparsers)
         else:
             subparsers.add_parser(name, help=help_line)
     described(parser)
@@ -140,7 +144,7 @@ def main(argv: list[str] | None = None) -> int:
     # transformers' advice to its API's callers ("Pass `dtype=...` to avoid it") is nothing a CLI user can act
     # on; set before transformers is imported (here and in the processes a load starts)
     os.environ.setdefault("TRANSFORMERS_VERBOSITY", "error")
-    parser = build_parser([a for a in argv if a in COMMANDS][:1])  # only the command being run
+    parser = build_parser([a for a in argv if a in COMMANDS][:1], argv)  # only the command being run
     args = parser.parse_args(argv)
     if not getattr(args, "func", None):
         parser.print_help()

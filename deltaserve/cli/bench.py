@@ -26,15 +26,10 @@ with ratios.
 from __future__ import annotations
 
 import argparse
+import importlib
 
 from deltaserve.cli import COMMANDS, default, wrapped
 from deltaserve.cli.model_names import engine_model
-from deltaserve.engine import EngineConfig
-from deltaserve.evals.bench import engine_vs_hf, quant_accuracy, replay_commits, sandbox_overhead
-from deltaserve.evals.bench import kv_disk as bench_kv_disk
-from deltaserve.evals.bench import speculative as bench_speculative
-from deltaserve.evals.bench.load import register_load
-from deltaserve.evals.bench.prefix import bench_prefix
 
 EPILOG = """examples:
   deltaserve bench engine                     # ours vs llama.cpp and HF
@@ -50,6 +45,8 @@ EPILOG = """examples:
 
 
 def _engine_options(p: argparse.ArgumentParser) -> None:
+    from deltaserve.engine.config import EngineConfig
+
     p.add_argument("--model", default=default(EngineConfig, "model"),
                    help="model name or path (default: %(default)s)")
     p.add_argument("--dtype", default="bfloat16,float32",
@@ -68,52 +65,86 @@ def named(run):
     return with_names
 
 
-def _run_prefix(args) -> int:
-    bench_prefix(args.model, _dtypes(args)[0], args.threads)
-    return 0
+def _bench(name: str):
+    """A bench module of deltaserve.evals.bench (imported only for the bench being run: most import torch)."""
+    return importlib.import_module(f"deltaserve.evals.bench.{name}")
+
+
+def _engine(p: argparse.ArgumentParser) -> None:
+    bench = _bench("engine_vs_hf")
+    bench.add_arguments(p)
+    p.set_defaults(func=named(bench.run))
+
+
+def _accuracy(p: argparse.ArgumentParser) -> None:
+    bench = _bench("quant_accuracy")
+    bench.add_arguments(p)
+    p.set_defaults(func=named(bench.run_args))
+
+
+def _prefix(p: argparse.ArgumentParser) -> None:
+    _engine_options(p)
+    p.set_defaults(func=named(lambda args: _bench("prefix").bench_prefix(args.model, _dtypes(args)[0],
+                                                                         args.threads) or 0))
 
 
 def _dtypes(args) -> list[str]:
     return [d.strip() for d in args.dtype.split(",") if d.strip()]
 
 
-def _run_spec(args) -> int:
-    return bench_speculative.run(args)
+def _spec(p: argparse.ArgumentParser) -> None:
+    bench = _bench("speculative")
+    bench.add_arguments(p)
+    p.set_defaults(func=named(bench.run))
 
 
-def register(subparsers) -> None:
+def _load(p: argparse.ArgumentParser) -> None:
+    bench = _bench("load")
+    bench.add_arguments(p)
+    p.set_defaults(func=bench.run)
+
+
+def _kv_disk(p: argparse.ArgumentParser) -> None:
+    bench = _bench("kv_disk")
+    bench.add_arguments(p)
+    p.set_defaults(func=named(lambda args: bench.bench_kv_disk(args) and 0))
+
+
+def _sandbox(p: argparse.ArgumentParser) -> None:
+    bench = _bench("sandbox_overhead")
+    bench.add_arguments(p)
+    p.set_defaults(func=bench.run)
+
+
+def _replay(p: argparse.ArgumentParser) -> None:
+    bench = _bench("replay_commits")
+    p.description = wrapped(bench.__doc__)
+    bench.add_arguments(p)
+    p.set_defaults(func=bench.run)
+
+
+# name: (help line, what builds its parser)
+BENCHES = {
+    "engine": ("ours (bf16/int8/int4) vs llama.cpp and HF: prefill, decode speed", _engine),
+    "accuracy": ("int8/int4 weights vs bf16: greedy agreement and perplexity", _accuracy),
+    "prefix": ("agent workload TTFT per turn (cache on/off vs HF) and throughput", _prefix),
+    "spec": ("speculative decoding off vs on: decode passes and seconds", _spec),
+    "load": ("bounded load run with disconnects against `deltaserve serve`", _load),
+    "kv-disk": ("a new process reuses the KV blocks an earlier one left on disk", _kv_disk),
+    "sandbox": ("the bundled tasks' test runs without and with the bwrap sandbox", _sandbox),
+    "replay": ("a repository's commits as model replies, applied by each format", _replay),
+}
+
+
+def register(subparsers, argv=()) -> None:
+    """`bench` and its benches; only the one named in `argv` gets its options (and imports its module):
+    the others carry their help line, so `deltaserve bench --help` imports no torch."""
     parser = subparsers.add_parser(
         "bench", help=COMMANDS["bench"],
         description=__doc__, epilog=EPILOG)
     benches = parser.add_subparsers(dest="bench", metavar="BENCH")
-
-    p = benches.add_parser("engine", help="ours (bf16/int8/int4) vs llama.cpp and HF: prefill, decode speed")
-    engine_vs_hf.add_arguments(p)
-    p.set_defaults(func=named(engine_vs_hf.run))
-
-    p = benches.add_parser("accuracy", help="int8/int4 weights vs bf16: greedy agreement and perplexity")
-    quant_accuracy.add_arguments(p)
-    p.set_defaults(func=named(quant_accuracy.run_args))
-
-    p = benches.add_parser("prefix", help="agent workload TTFT per turn (cache on/off vs HF) and throughput")
-    _engine_options(p)
-    p.set_defaults(func=named(_run_prefix))
-
-    p = benches.add_parser("spec", help="speculative decoding off vs on: decode passes and seconds")
-    bench_speculative.add_arguments(p)
-    p.set_defaults(func=named(_run_spec))
-
-    register_load(benches)
-    p = benches.add_parser("kv-disk", help="a new process reuses the KV blocks an earlier one left on disk")
-    bench_kv_disk.add_arguments(p)
-    p.set_defaults(func=named(lambda args: bench_kv_disk.bench_kv_disk(args) and 0))
-
-    p = benches.add_parser("sandbox", help="the bundled tasks' test runs without and with the bwrap sandbox")
-    sandbox_overhead.add_arguments(p)
-    p.set_defaults(func=sandbox_overhead.run)
-
-    p = benches.add_parser("replay", help="a repository's commits as model replies, applied by each format",
-                           description=wrapped(replay_commits.__doc__))
-    replay_commits.add_arguments(p)
-    p.set_defaults(func=replay_commits.run)
+    for name, (help_line, build) in BENCHES.items():
+        p = benches.add_parser(name, help=help_line)
+        if name in argv:
+            build(p)
     parser.set_defaults(func=lambda args: parser.print_help() or 2)

@@ -370,13 +370,6 @@ def run(args: argparse.Namespace) -> int:
     return 0 if report.ok else 1
 
 
-def register_load(subparsers: argparse._SubParsersAction) -> None:
-    """Add `load` to a subparsers object (for `deltaserve bench load`)."""
-    p = subparsers.add_parser("load", help="bounded load run with disconnects against `deltaserve serve`")
-    add_arguments(p)
-    p.set_defaults(func=run)
-
-
 def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(prog="python -m deltaserve.evals.bench.load",
                                 description=__doc__.split("\n\n")[0])

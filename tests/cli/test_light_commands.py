@@ -30,7 +30,7 @@ def imported(*argv: str) -> dict:
     return json.loads(run.stdout.strip().splitlines()[-1])
 
 
-@pytest.mark.parametrize("command", ["fix", "eval", "serve", "demo"])
+@pytest.mark.parametrize("command", ["fix", "eval", "serve", "demo", "bench"])
 def test_help_imports_nothing_heavy(command):
     assert imported(command, "--help") == {"code": 0, "heavy": []}
 
@@ -45,3 +45,14 @@ def test_an_unknown_model_is_refused_before_the_engine_or_the_agent_is_imported(
     # an agent command asks litellm whether it knows the name (so `gpt-4o` works), and nothing else
     result = imported("fix", str(tmp_path), "--task", "x", "--model", "smollm2", "--allow-dirty")
     assert result["code"] == 2 and result["heavy"] == ["litellm"]
+
+
+@pytest.mark.parametrize("bench", ["engine", "accuracy", "prefix", "spec", "load", "kv-disk", "sandbox",
+                                   "replay"])
+def test_each_bench_builds_its_own_options_when_named(bench):
+    """`bench --help` lists the benches without importing them; each one named gets its full parser."""
+    from deltaserve.cli import build_parser
+
+    args = build_parser(["bench"], ["bench", bench]).parse_args(["bench", bench])
+    assert args.bench == bench and callable(args.func)
+    assert set(vars(args)) - {"command", "bench", "func"}, "no options: the bench's parser was not built"
