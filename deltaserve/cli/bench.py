@@ -27,6 +27,7 @@ from __future__ import annotations
 
 import argparse
 import importlib
+from dataclasses import dataclass
 
 from deltaserve.cli import COMMANDS, default, wrapped
 from deltaserve.cli.model_names import engine_model
@@ -65,74 +66,54 @@ def named(run):
     return with_names
 
 
-def _bench(name: str):
-    """A bench module of deltaserve.evals.bench (imported only for the bench being run: most import torch)."""
-    return importlib.import_module(f"deltaserve.evals.bench.{name}")
+@dataclass(frozen=True)
+class Bench:
+    """A bench of deltaserve.evals.bench: its module (imported only when the bench is run: most import
+    torch) gives `add_arguments` and the runner."""
+
+    help: str
+    module: str
+    runner: str = "run"
+    models: bool = True  # its --model is read by the one naming rule (`named`)
+    described: bool = False  # its module's docstring opens its --help
+
+    def build(self, p: argparse.ArgumentParser) -> None:
+        bench = importlib.import_module(f"deltaserve.evals.bench.{self.module}")
+        if self.described:
+            p.description = wrapped(bench.__doc__)
+        bench.add_arguments(p)
+        run = getattr(bench, self.runner)
+        exit_code = lambda args: code if isinstance(code := run(args), int) else 0  # noqa: E731
+        p.set_defaults(func=named(exit_code) if self.models else exit_code)
 
 
-def _engine(p: argparse.ArgumentParser) -> None:
-    bench = _bench("engine_vs_hf")
-    bench.add_arguments(p)
-    p.set_defaults(func=named(bench.run))
+class PrefixBench(Bench):
+    """The agent workload bench: the engine options, and a runner of its own arguments."""
 
-
-def _accuracy(p: argparse.ArgumentParser) -> None:
-    bench = _bench("quant_accuracy")
-    bench.add_arguments(p)
-    p.set_defaults(func=named(bench.run_args))
-
-
-def _prefix(p: argparse.ArgumentParser) -> None:
-    _engine_options(p)
-    p.set_defaults(func=named(lambda args: _bench("prefix").bench_prefix(args.model, _dtypes(args)[0],
-                                                                         args.threads) or 0))
+    def build(self, p: argparse.ArgumentParser) -> None:
+        _engine_options(p)
+        run = lambda args: importlib.import_module("deltaserve.evals.bench.prefix").bench_prefix(  # noqa: E731
+            args.model, _dtypes(args)[0], args.threads) or 0
+        p.set_defaults(func=named(run))
 
 
 def _dtypes(args) -> list[str]:
     return [d.strip() for d in args.dtype.split(",") if d.strip()]
 
 
-def _spec(p: argparse.ArgumentParser) -> None:
-    bench = _bench("speculative")
-    bench.add_arguments(p)
-    p.set_defaults(func=named(bench.run))
-
-
-def _load(p: argparse.ArgumentParser) -> None:
-    bench = _bench("load")
-    bench.add_arguments(p)
-    p.set_defaults(func=bench.run)
-
-
-def _kv_disk(p: argparse.ArgumentParser) -> None:
-    bench = _bench("kv_disk")
-    bench.add_arguments(p)
-    p.set_defaults(func=named(lambda args: bench.bench_kv_disk(args) and 0))
-
-
-def _sandbox(p: argparse.ArgumentParser) -> None:
-    bench = _bench("sandbox_overhead")
-    bench.add_arguments(p)
-    p.set_defaults(func=bench.run)
-
-
-def _replay(p: argparse.ArgumentParser) -> None:
-    bench = _bench("replay_commits")
-    p.description = wrapped(bench.__doc__)
-    bench.add_arguments(p)
-    p.set_defaults(func=bench.run)
-
-
-# name: (help line, what builds its parser)
 BENCHES = {
-    "engine": ("ours (bf16/int8/int4) vs llama.cpp and HF: prefill, decode speed", _engine),
-    "accuracy": ("int8/int4 weights vs bf16: greedy agreement and perplexity", _accuracy),
-    "prefix": ("agent workload TTFT per turn (cache on/off vs HF) and throughput", _prefix),
-    "spec": ("speculative decoding off vs on: decode passes and seconds", _spec),
-    "load": ("bounded load run with disconnects against `deltaserve serve`", _load),
-    "kv-disk": ("a new process reuses the KV blocks an earlier one left on disk", _kv_disk),
-    "sandbox": ("the bundled tasks' test runs without and with the bwrap sandbox", _sandbox),
-    "replay": ("a repository's commits as model replies, applied by each format", _replay),
+    "engine": Bench("ours (bf16/int8/int4) vs llama.cpp and HF: prefill, decode speed", "engine_vs_hf"),
+    "accuracy": Bench("int8/int4 weights vs bf16: greedy agreement and perplexity", "quant_accuracy",
+                      "run_args"),
+    "prefix": PrefixBench("agent workload TTFT per turn (cache on/off vs HF) and throughput", "prefix"),
+    "spec": Bench("speculative decoding off vs on: decode passes and seconds", "speculative"),
+    "load": Bench("bounded load run with disconnects against `deltaserve serve`", "load", models=False),
+    "kv-disk": Bench("a new process reuses the KV blocks an earlier one left on disk", "kv_disk",
+                     "bench_kv_disk"),
+    "sandbox": Bench("the bundled tasks' test runs without and with the bwrap sandbox", "sandbox_overhead",
+                     models=False),
+    "replay": Bench("a repository's commits as model replies, applied by each format", "replay_commits",
+                    models=False, described=True),
 }
 
 
@@ -143,8 +124,8 @@ def register(subparsers, argv=()) -> None:
         "bench", help=COMMANDS["bench"],
         description=__doc__, epilog=EPILOG)
     benches = parser.add_subparsers(dest="bench", metavar="BENCH")
-    for name, (help_line, build) in BENCHES.items():
-        p = benches.add_parser(name, help=help_line)
+    for name, bench in BENCHES.items():
+        p = benches.add_parser(name, help=bench.help)
         if name in argv:
-            build(p)
+            bench.build(p)
     parser.set_defaults(func=lambda args: parser.print_help() or 2)
