@@ -29,7 +29,7 @@ import argparse
 import importlib
 from dataclasses import dataclass
 
-from deltaserve.cli import COMMANDS, default, wrapped
+from deltaserve.cli import COMMANDS, wrapped
 from deltaserve.cli.model_names import engine_model
 
 EPILOG = """examples:
@@ -43,17 +43,6 @@ EPILOG = """examples:
   deltaserve bench sandbox --repeats 5        # each task's tests, none vs bwrap
   deltaserve bench replay --repo ~/src/project    # 200 commits, every format
 """
-
-
-def _engine_options(p: argparse.ArgumentParser) -> None:
-    from deltaserve.engine.config import EngineConfig
-
-    p.add_argument("--model", default=default(EngineConfig, "model"),
-                   help="model name or path (default: %(default)s)")
-    p.add_argument("--dtype", default="bfloat16,float32",
-                   help="comma-separated dtypes to compare; prefix uses the first (default: %(default)s)")
-    p.add_argument("--threads", type=int, default=2, help="torch threads (default: %(default)s)")
-    p.add_argument("--repeats", type=int, default=2, help="timed repeats, best kept (default: %(default)s)")
 
 
 def named(run):
@@ -87,25 +76,11 @@ class Bench:
         p.set_defaults(func=named(exit_code) if self.models else exit_code)
 
 
-class PrefixBench(Bench):
-    """The agent workload bench: the engine options, and a runner of its own arguments."""
-
-    def build(self, p: argparse.ArgumentParser) -> None:
-        _engine_options(p)
-        run = lambda args: importlib.import_module("deltaserve.evals.bench.prefix").bench_prefix(  # noqa: E731
-            args.model, _dtypes(args)[0], args.threads) or 0
-        p.set_defaults(func=named(run))
-
-
-def _dtypes(args) -> list[str]:
-    return [d.strip() for d in args.dtype.split(",") if d.strip()]
-
-
 BENCHES = {
     "engine": Bench("ours (bf16/int8/int4) vs llama.cpp and HF: prefill, decode speed", "engine_vs_hf"),
     "accuracy": Bench("int8/int4 weights vs bf16: greedy agreement and perplexity", "quant_accuracy",
                       "run_args"),
-    "prefix": PrefixBench("agent workload TTFT per turn (cache on/off vs HF) and throughput", "prefix"),
+    "prefix": Bench("agent workload TTFT per turn (cache on/off vs HF) and throughput", "prefix"),
     "spec": Bench("speculative decoding off vs on: decode passes and seconds", "speculative"),
     "load": Bench("bounded load run with disconnects against `deltaserve serve`", "load", models=False),
     "kv-disk": Bench("a new process reuses the KV blocks an earlier one left on disk", "kv_disk",

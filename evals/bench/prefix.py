@@ -101,13 +101,19 @@ def bench_prefix(model: str, dtype: str, threads: int, reply_tokens: int = 32) -
     throughput(model, dtype)
 
 
+add_arguments = add_engine_arguments
+
+
+def run(args: argparse.Namespace) -> int:
+    bench_prefix(args.model, dtype_list(args.dtype)[0], args.threads)
+    return 0
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m deltaserve.evals.bench.prefix",
                                      description=__doc__.splitlines()[0])
-    add_engine_arguments(parser)
-    args = parser.parse_args(argv)
-    bench_prefix(args.model, dtype_list(args.dtype)[0], args.threads)
-    return 0
+    add_arguments(parser)
+    return run(parser.parse_args(argv))
 
 
 if __name__ == "__main__":
