@@ -37,7 +37,11 @@ from deltaserve.harness.pipeline import evaluate
 from deltaserve.harness.prefix_monitor import PrefixBreak, PrefixMonitor, chat_prompt_ids, reply_ids
 from deltaserve.harness.prompt import Prompt
 from deltaserve.harness.run_state import FormatChoice, RunState
-from deltaserve.harness.served_window import counted_prompt_tokens, served_context_window
+from deltaserve.harness.served_model import (
+    counted_prompt_tokens,
+    served_context_window,
+    streams_metrics_so_far,
+)
 from deltaserve.harness.stalls import StallPolicy
 from deltaserve.harness.targets import RunWorkspace
 from deltaserve.harness.task_prompt import first_prompt
@@ -143,6 +147,8 @@ class Agent:
                                                                              "files": files}}}
         if self.watched(decoding):
             args["watch"] = watch_for(self.format.name, file_reader(self.workspace), self.edit_files())
+            if c.api_base and streams_metrics_so_far(c.api_base, c.model):  # a cut reply keeps its counts
+                args["stream_options"] = {"include_usage": True, "continuous_usage_stats": True}
         return args
 
     def edit_files(self) -> list[str]:
@@ -247,7 +253,7 @@ class Agent:
     def fitted_first_prompt(self, tests) -> tuple[Prompt, list[context.ContextFile]]:
         """The step-1 prompt with its context caps shrunk (x0.8 at a time) until it leaves room for the
         replies and feedback of later steps in the model's context window: a local model's, or the one a
-        server at api_base lists for it (harness/served_window.py); other providers get the full caps."""
+        server at api_base lists for it (harness/served_model.py); other providers get the full caps."""
 
         def build(scale: float):
             return first_prompt(self.workspace, self.prompt_format, self.task, self.test_cmd, tests, scale,

@@ -54,6 +54,12 @@ class Choices:
         per_choice = zip(self.prompt_index, self.streams, strict=True)
         return usage_and_metrics((p, getattr(s.last, "metrics", None)) for p, s in per_choice)
 
+    def usage_so_far(self) -> tuple[Usage, ResponseMetrics] | None:
+        """usage() while the choices run; None before any has an output (nothing is counted yet)."""
+        if all(s.last is None for s in self.streams):
+            return None
+        return self.usage()
+
     def failure(self) -> APIError | None:
         """The first choice the engine finished with an error, as the API error to answer."""
         for stream in self.streams:

@@ -6,6 +6,7 @@ whose text is held back, or read into no delta yet, sends its tokens' logprobs w
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from typing import Any
 
 from deltaserve.engine.outputs import TokenLogprob
@@ -29,8 +30,23 @@ def sse(data: dict) -> str:
     return "data: " + json.dumps(data) + "\n\n"
 
 
+UsageSoFar = Callable[[], "tuple[Usage, ResponseMetrics] | None"]
+
+
 class DataChunks:
-    """How the chat and text completion streams end: [DONE], after the error envelope where one failed."""
+    """How the chat and text completion streams end: [DONE], after the error envelope where one failed;
+    with `usage_so_far` (stream_options.continuous_usage_stats) every chunk carries the usage and metrics
+    counted so far."""
+
+    usage_so_far: UsageSoFar | None = None
+
+    def running_usage(self) -> dict[str, Any]:
+        """The usage fields of a chunk that is not the last: counts so far, or OpenAI's usage: null."""
+        counted = self.usage_so_far() if self.usage_so_far is not None else None
+        if counted is not None:
+            usage, rm = counted
+            return {"usage": usage.model_dump(exclude_none=True), "metrics": rm.model_dump(exclude_none=True)}
+        return {"usage": None} if self.include_usage else {}
 
     def failure(self, err: APIError) -> str:
         return sse(error_body(err))
@@ -44,9 +60,10 @@ class ChatChunks(DataChunks):
     tool call pieces: see chat_reply.py), finish chunks; `texts` when the request asked for logprobs."""
 
     def __init__(self, response_id: str, created: int, model: str, include_usage: bool,
-                 replies: list[ChatReply], texts: TokenTexts | None = None) -> None:
+                 replies: list[ChatReply], texts: TokenTexts | None = None,
+                 usage_so_far: UsageSoFar | None = None) -> None:
         self.response_id, self.created, self.model = response_id, created, model
-        self.include_usage = include_usage
+        self.include_usage, self.usage_so_far = include_usage, usage_so_far
         self.replies = replies
         self.texts = texts
         self.pending: list[list[TokenLogprob]] = [[] for _ in replies]  # logprobs not sent yet, per choice
@@ -57,8 +74,8 @@ class ChatChunks(DataChunks):
         data = c.model_dump(exclude_none=True)
         for choice in data["choices"]:
             choice.setdefault("finish_reason", None)
-        if self.include_usage and "usage" not in data:
-            data["usage"] = None  # OpenAI sends usage: null on every chunk but the last
+        if "usage" not in data:
+            data.update(self.running_usage())  # OpenAI sends usage: null on every chunk but the last
         return sse(data)
 
     def opening(self, num_choices: int) -> list[str]:
@@ -95,9 +112,9 @@ class TextChunks(DataChunks):
     `texts` when the request asked for logprobs (their text offsets go on from chunk to chunk)."""
 
     def __init__(self, response_id: str, created: int, model: str, include_usage: bool, num_choices: int = 1,
-                 texts: TokenTexts | None = None) -> None:
+                 texts: TokenTexts | None = None, usage_so_far: UsageSoFar | None = None) -> None:
         self.response_id, self.created, self.model = response_id, created, model
-        self.include_usage = include_usage
+        self.include_usage, self.usage_so_far = include_usage, usage_so_far
         self.texts = texts
         self.pending: list[list[TokenLogprob]] = [[] for _ in range(num_choices)]
         self.offsets = [0] * num_choices  # where each choice's next token's text begins
@@ -109,8 +126,8 @@ class TextChunks(DataChunks):
         if usage is not None:
             data["usage"] = usage.model_dump()
             data["metrics"] = rm.model_dump() if rm else None
-        elif self.include_usage:
-            data["usage"] = None
+        else:
+            data.update(self.running_usage())
         return sse(data)
 
     def opening(self, num_choices: int) -> list[str]:

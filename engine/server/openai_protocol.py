@@ -78,6 +78,9 @@ TokenIds = Annotated[list[TokenId], Field(min_length=1)]
 class StreamOptions(BaseModel):
     model_config = REQUEST
     include_usage: bool = False
+    # vLLM's and SGLang's extension: usage (and our metrics) so far on every chunk, so a client that closes
+    # the stream early still knows what the reply cost; only with include_usage, as there
+    continuous_usage_stats: bool = False
 
 
 class TextPart(BaseModel):
@@ -291,6 +294,10 @@ class SamplingRequest(Decoding):
     @property
     def include_usage(self) -> bool:
         return bool(self.stream and self.stream_options and self.stream_options.include_usage)
+
+    @property
+    def continuous_usage(self) -> bool:
+        return self.include_usage and self.stream_options.continuous_usage_stats
 
     @property
     def top_logprobs_wanted(self) -> int | None:

@@ -66,7 +66,8 @@ async def chat_completions(request: Request, ctx: Serving) -> Response:
     rid, created = random_id("chatcmpl"), now()
     texts = ctx.token_texts if req.logprobs else None
     if req.stream:
-        chunks = ChatChunks(rid, created, req.model, req.include_usage, replies, texts)
+        chunks = ChatChunks(rid, created, req.model, req.include_usage, replies, texts,
+                            usage_so_far=choices.usage_so_far if req.continuous_usage else None)
         return event_stream(choices, chunks, ctx.metrics)
     outputs = await run_to_end(request, choices, ctx.metrics)
     usage, rm = choices.usage()
@@ -90,7 +91,8 @@ async def completions(request: Request, ctx: Serving) -> Response:
     rid, created = random_id("cmpl"), now()
     texts = ctx.token_texts if req.logprobs is not None else None
     if req.stream:
-        chunks = TextChunks(rid, created, req.model, req.include_usage, len(choices), texts)
+        chunks = TextChunks(rid, created, req.model, req.include_usage, len(choices), texts,
+                            usage_so_far=choices.usage_so_far if req.continuous_usage else None)
         return event_stream(choices, chunks, ctx.metrics)
     outputs = await run_to_end(request, choices, ctx.metrics)
     usage, rm = choices.usage()

@@ -9,7 +9,7 @@ import io
 from rich.console import Console
 
 from deltaserve.harness import Agent
-from deltaserve.harness.served_window import served_context_window
+from deltaserve.harness.served_model import served_context_window
 
 from .conftest import TINY
 
