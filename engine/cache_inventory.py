@@ -18,6 +18,8 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
+from safetensors import SafetensorError, safe_open
+
 from deltaserve.engine.bundled import (
     BUNDLED,
     PackagedGGUF,
@@ -26,9 +28,12 @@ from deltaserve.engine.bundled import (
     find_package_dir,
     recorded_sha256,
 )
-from deltaserve.engine.model_source import checkpoint_identity, conversion_key, path_keyed_dir
-from deltaserve.engine.tensor_file import TensorFile, TensorFileError
-from deltaserve.engine.weight_cache import FORMAT_VERSION
+from deltaserve.engine.model_source import (
+    WEIGHT_CACHE_FORMAT,
+    checkpoint_identity,
+    conversion_key,
+    path_keyed_dir,
+)
 
 IN_PROGRESS_S = 3600  # a temporary file or directory younger than this may be a write still going on
 
@@ -165,16 +170,15 @@ def weight_entries(folder: Path, shas: dict[str, str]) -> list[CacheEntry | None
         if path.name.startswith("."):
             entries.append(partial(path))
             continue
-        try:
-            file = TensorFile(path)
-            file.close()
-            key = json.loads(file.metadata["key"])
+        try:  # the header alone, through safetensors (no torch: `deltaserve cache` stays quick)
+            with safe_open(path, framework="numpy") as file:
+                key = json.loads(file.metadata()["key"])
             identity = key["source"]
-        except (OSError, TensorFileError, KeyError, TypeError, ValueError):
+        except (OSError, SafetensorError, KeyError, TypeError, ValueError):
             entries.append(CacheEntry(path, "converted weights", size_of(path), "", "unreadable"))
             continue
         made_from, stale = identity_source(identity, shas)
-        if key.get("format") != FORMAT_VERSION:
+        if key.get("format") != WEIGHT_CACHE_FORMAT:
             stale = "an older format"
         digest = path.stem.rpartition("-")[2]
         if not stale and digest in digests:

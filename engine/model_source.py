@@ -34,6 +34,9 @@ ACCEPTED_FORMS = (
 # The torch dtype dequantized GGUF weights are cached in (engine/loader.py: GGUF_CACHE_DTYPE); part of the
 # cache key, so a GGUF's directory is found here without torch.
 GGUF_CACHE_DTYPE_NAME = "bfloat16"
+# the converted weights' file format (engine/weight_cache.py): part of each file's key; bump when convert()
+# or quantize_parts() change what they write
+WEIGHT_CACHE_FORMAT = 1
 
 
 def resolve_source(name_or_path: str, allow_download: bool = False) -> Path:

@@ -5,10 +5,11 @@ Converting the bundled 1.5B model (dequantized GGUF -> bf16 -> int8 with scales)
 back from this file it is what the kernels pack (engine/quant.py) plus a memory map of the rest. The file is
 keyed by the checkpoint's identity (a GGUF's sha256; a directory's weight files: names, sizes, mtimes),
 every setting the tensors depend on (convert.WeightPlan: dtype, quantization and group size, the head's,
-the CPU's int8 levels) and FORMAT_VERSION, and lives under $DELTASERVE_CACHE/weights/. It is written under a
-temporary name and renamed into place whole; one that fails to parse or was written for another key is
-logged, deleted and converted again from the checkpoint, which is never touched. Checkpoints under
-MIN_CACHED_BYTES (the tests' tiny models) convert in memory: their conversion takes milliseconds.
+the CPU's int8 levels) and WEIGHT_CACHE_FORMAT (in model_source.py, which `deltaserve cache` reads without
+torch), and lives under $DELTASERVE_CACHE/weights/. It is written under a temporary name and renamed into
+place whole; one that fails to parse or was written for another key is logged, deleted and converted again
+from the checkpoint, which is never touched. Checkpoints under MIN_CACHED_BYTES (the tests' tiny models)
+convert in memory: their conversion takes milliseconds.
 """
 
 from __future__ import annotations
@@ -24,11 +25,11 @@ from pathlib import Path
 
 from deltaserve.engine.bundled import cache_root
 from deltaserve.engine.convert import WeightPlan, convert
+from deltaserve.engine.model_source import WEIGHT_CACHE_FORMAT
 from deltaserve.engine.tensor_file import TensorDict, TensorFile, TensorFileError, TensorWriter
 
 log = logging.getLogger(__name__)
 
-FORMAT_VERSION = 1  # bump when convert() or quantize_parts() change what they write
 MIN_CACHED_BYTES = 256 << 20
 
 
@@ -64,7 +65,7 @@ class Scoped:
 
 
 def cache_key(identity: str, plan: WeightPlan) -> str:
-    return json.dumps({"format": FORMAT_VERSION, "source": identity, **plan.settings()}, sort_keys=True)
+    return json.dumps({"format": WEIGHT_CACHE_FORMAT, "source": identity, **plan.settings()}, sort_keys=True)
 
 
 def cache_path(identity: str, plan: WeightPlan, label: str = "model") -> Path:

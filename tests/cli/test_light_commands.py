@@ -56,3 +56,20 @@ def test_each_bench_builds_its_own_options_when_named(bench):
     args = build_parser(["bench"], ["bench", bench]).parse_args(["bench", bench])
     assert args.bench == bench and callable(args.func)
     assert set(vars(args)) - {"command", "bench", "func"}, "no options: the bench's parser was not built"
+
+
+def test_cache_reads_the_weight_files_headers_without_torch(tmp_path, monkeypatch):
+    """`deltaserve cache` took 3 s: it read each converted-weights file's key through TensorFile (torch)."""
+    import torch
+
+    from deltaserve.engine.tensor_file import TensorWriter
+
+    monkeypatch.setenv("DELTASERVE_CACHE", str(tmp_path))
+    (tmp_path / "weights").mkdir()
+    key = json.dumps({"format": 1, "source": "gguf-sha256:" + "0" * 64})
+    path = tmp_path / "weights" / "m-0123456789abcdef.safetensors"
+    writer = TensorWriter(path, {"key": key, "linears": "{}"})
+    writer.add("w", torch.zeros(4))
+    writer.finish()
+    (tmp_path / "weights" / "broken-0123456789abcdee.safetensors").write_bytes(b"not safetensors")
+    assert imported("cache", "--json") == {"code": 0, "heavy": []}

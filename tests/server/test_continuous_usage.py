@@ -21,8 +21,8 @@ def _usage(chunk) -> tuple[int, int]:
 
 
 def test_every_chat_chunk_counts_what_came_so_far(openai_client):
-    chunks = list(openai_client.chat.completions.create(model=TINY, messages=HELLO, max_tokens=12, temperature=0,
-                                                        stream=True, stream_options=CONTINUOUS,
+    chunks = list(openai_client.chat.completions.create(model=TINY, messages=HELLO, max_tokens=12,
+                                                        temperature=0, stream=True, stream_options=CONTINUOUS,
                                                         extra_body=EXACT))
     role, *outputs, last = chunks
     assert role.usage is None  # sent before the engine counted anything
