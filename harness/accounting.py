@@ -45,6 +45,7 @@ class TestOutcome(BaseModel):
     timed_out: bool = False
     output_limit_exceeded: bool = False
     sandbox: str = ""  # where the tests ran (tools.sandbox: bwrap, none); "" in traces from before it existed
+    not_run: str = ""  # why the command ran no test at all (tools.tests.TestResult.not_run); "": it ran tests
 
     @classmethod
     def from_result(cls, result) -> TestOutcome:
@@ -52,7 +53,8 @@ class TestOutcome(BaseModel):
         return cls(ok=result.ok, exit_code=result.exit_code, passed=result.passed, failed=result.failed,
                    errors=result.errors, failing_tests=list(result.failing_tests),
                    duration_s=result.duration_s, timed_out=result.timed_out,
-                   output_limit_exceeded=result.output_limit_exceeded, sandbox=result.sandbox)
+                   output_limit_exceeded=result.output_limit_exceeded, sandbox=result.sandbox,
+                   not_run=result.not_run)
 
 
 def _sum(values: Iterable[int | float | None]) -> int | float | None:

@@ -364,6 +364,9 @@ class Agent:
             if initial.ok:
                 report.stopped = "tests already pass"
                 return report
+            if initial.not_run:  # a test command that runs no test: no edit can make it pass
+                report.stopped = f"the tests did not run: {initial.not_run}; check the test command"
+                return report
             found = self.state.localization = self.localize(initial)
             report.suspects = [s.site() for s in found.suspects] if found else []
             prompt, files = self.fitted_first_prompt(initial)

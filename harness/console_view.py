@@ -36,6 +36,8 @@ class ConsoleView(AgentObserver):
         if tests.ok:
             self.console.print("Tests already pass; nothing to fix.")
             return
+        if tests.not_run:
+            return  # no table: the run stops here, and on_run_end says why
         self.console.print(f"Step 0: tests fail ({tests.failed} failed, {tests.errors} errors).")
         self._table = LiveTable(title=self._title, console=self.console)
         self._table.start()
@@ -68,12 +70,13 @@ class ConsoleView(AgentObserver):
             self._table.add(step)
 
     def on_run_end(self, report: RunReport) -> None:
-        if self._table is None:
-            return  # the tests already passed: no table, nothing to report
         table, self._table = self._table, None
-        if report.stopped:  # else the run ended in an exception: no totals, no verdict
-            table.totals(report)
-        table.stop()
+        if table is not None:
+            if report.stopped:  # else the run ended in an exception: no totals, no verdict
+                table.totals(report)
+            table.stop()
+        elif report.initial_tests is None or report.initial_tests.ok:
+            return  # the tests already passed (said at step 0), or the run ended before them
         if not report.stopped:
             return
         self.console.print(f"Stopped: {escape(report.stopped)}")

@@ -39,6 +39,9 @@ MAX_OUTPUT_BYTES = 64 << 20
 SOURCE_DIRS = ("src", "lib")  # the usual homes of a project's packages besides its root
 PROJECT_FILES = ("pyproject.toml", "setup.py", "setup.cfg")
 PROJECT_DEPTH = 2  # how far below the root a monorepo's projects are looked for
+# exit codes of a run that ran no test at all: POSIX shells' for a command not found / not executable, and
+# pytest's for a session that collected nothing
+COMMAND_NOT_FOUND, COMMAND_NOT_EXECUTABLE, PYTEST_NO_TESTS = 127, 126, 5
 SKIPPED_FOLDERS = frozenset({"node_modules", "venv", "site-packages", "__pycache__", "build", "dist"})
 
 # test_x.py, x_test.py, conftest.py, x.test.js, x_spec.rb, or anything under a tests/ (test/, spec/) folder
@@ -114,6 +117,24 @@ class TestResult:
     def ok(self) -> bool:
         return (self.exit_code == 0 and not self.timed_out and not self.output_limit_exceeded
                 and self.failed == 0 and self.errors == 0)
+
+    @property
+    def not_run(self) -> str:
+        """Why the command ran no test at all (not found, not executable, could not start, collected none),
+        with its last line of output; "" when it ran tests, passing or not. No edit can make such a run
+        pass, so an agent stops at it instead of asking a model for one."""
+        if self.exit_code is None:
+            return self.output
+        if self.passed or self.failed or self.errors or self.timed_out or self.output_limit_exceeded:
+            return ""
+        why = {COMMAND_NOT_FOUND: "the test command was not found",
+               COMMAND_NOT_EXECUTABLE: "the test command is not executable"}.get(self.exit_code)
+        if why is None and self.exit_code == PYTEST_NO_TESTS and "no tests ran" in self.output:
+            why = "no tests were collected"
+        if why is None:
+            return ""
+        last = next((line.strip() for line in reversed(self.output.splitlines()) if line.strip()), "")
+        return f"{why} (exit code {self.exit_code}{': ' + last[:200] if last else ''})"
 
     def summary(self) -> str:
         """A few lines for the model's next prompt."""

@@ -58,3 +58,25 @@ def test_defaults_are_documented_and_name_the_bundled_model():
     assert DEFAULT_MODEL == "local/qwen2.5-coder-1.5b"  # bundled; the engine's own default stays SmolLM2
     assert EngineConfig().model == "smollm2-135m"
     assert all(field.description for field in AgentConfig.model_fields.values())
+
+
+def test_a_test_command_that_runs_no_test_stops_the_run_before_any_model_call(project):
+    """No edit can make a missing test command pass: the run stops at step 0 saying why (the model is never
+    asked: mock_response would make every step succeed), and the console shows no table."""
+    import io
+
+    from rich.console import Console
+
+    from deltaserve.harness.console_view import ConsoleView
+
+    recorder, out = Recorder(), io.StringIO()
+    agent = Agent(project, "fix add", AgentConfig(model=MODEL, test_cmd="no_such_command_xyz"),
+                  observers=[recorder, ConsoleView(Console(file=out, width=120))], mock_response=RIGHT,
+                  counter=len)
+    report = agent.run()
+    assert not report.solved and report.steps == []
+    assert report.stopped.startswith("the tests did not run: the test command was not found (exit code 127")
+    assert report.initial_tests.not_run and recorder.events[-1] == ("end", report.stopped)
+    assert [e[0] for e in recorder.events] == ["start", "initial", "end"]
+    shown = out.getvalue()
+    assert "Stopped: the tests did not run" in shown and "step" not in shown.lower().replace("step 0", "")

@@ -336,3 +336,24 @@ def test_import_roots_are_the_root_and_source_folders_holding_packages(workspace
                     "docs/src/example/__init__.py": "", ".venv/lib/site/__init__.py": ""})
     assert import_roots(ws) == [str(ws.root), str(ws.root / "src"), str(ws.root / "packages/cli"),
                                 str(ws.root / "packages/core/src")]
+
+
+def test_a_run_that_ran_no_test_says_why(tmp_path):
+    """A command not found, not executable, or a pytest session that collected nothing ran no test: no edit
+    can make it pass (the agent stops there); a run with failing tests, or a command's own exit code 5
+    without pytest's words, is a run of tests."""
+    ws = Workspace(tmp_path)
+    missing = run_tests(ws, "no_such_command_xyz", sandbox="none")
+    assert missing.not_run.startswith("the test command was not found (exit code 127: ")
+    assert "no_such_command_xyz" in missing.not_run
+    (tmp_path / "run.sh").write_text("#!/bin/sh\nexit 0\n")  # no execute bit
+    assert run_tests(ws, "./run.sh", sandbox="none").not_run.startswith("the test command is not executable")
+    pytest_cmd = f"{sys.executable} -m pytest -q"
+    (tmp_path / "calc.py").write_text("def add(a, b):\n    return a - b\n")
+    empty = run_tests(ws, pytest_cmd, sandbox="none", env=NO_PLUGINS)
+    assert empty.exit_code == 5 and empty.not_run.startswith("no tests were collected (exit code 5: ")
+    test = "from calc import add\n\n\ndef test_add():\n    assert add(2, 3) == 5\n"
+    (tmp_path / "test_calc.py").write_text(test)
+    failing = run_tests(ws, pytest_cmd, sandbox="none", env=NO_PLUGINS)
+    assert failing.failed == 1 and failing.not_run == ""
+    assert run_tests(ws, "exit 5", sandbox="none").not_run == ""
