@@ -16,6 +16,7 @@ from deltaserve.cli.quant_options import add_quant_options, quant_kwargs
 from deltaserve.errors import DeltaserveError, HarnessError
 from deltaserve.harness import formats, providers
 from deltaserve.harness.config import AgentConfig
+from deltaserve.harness.events import AgentObserver
 from deltaserve.harness.workspace_guard import check_clean, make_copy
 from deltaserve.tools.sandbox import choose
 
@@ -125,14 +126,6 @@ def run(args: argparse.Namespace) -> int:
         check_clean(args.path)  # before anything slow (loading a model, running the tests)
     choose(args.sandbox)  # bwrap asked for but unusable: a SandboxError (exit 2), also before anything slow
     model = agent_model(args.model)  # a name no command takes: refused with the list of those that work
-    from deltaserve.harness import local_provider  # litellm, transformers, torch: seconds, after the checks
-
-    try:  # a local model loads now: a broken one is a clear error, not a failed first step
-        with loading_status(providers.local_name(model)):
-            local_provider.load(model, num_threads=args.threads, **kv_cache_kwargs(args),
-                                **quant_kwargs(args))
-    except (DeltaserveError, ValueError, OSError) as exc:  # transformers' loaders raise plain ValueErrors too
-        raise HarnessError(f"cannot load {model}: {getattr(exc, 'message', exc)}") from exc
     workspace = make_copy(args.path) if args.copy else args.path
     if args.copy:
         print(f"working on a copy: {workspace}")
@@ -143,6 +136,28 @@ def run(args: argparse.Namespace) -> int:
         if args.copy:
             shutil.rmtree(workspace.parent, ignore_errors=True)  # make_copy's temporary folder
     return 0 if report.solved or (args.dry_run and report.steps) else 1
+
+
+class ModelLoader(AgentObserver):
+    """Loads a local model once the first test run shows there is something to fix, before the first prompt:
+    a broken model is a clear error, not a failed first step, and a run whose tests already pass, or whose
+    test command runs no test (a mistyped --test-cmd), ends in seconds rather than after the load (the
+    bundled 1.5B model's first start converts its GGUF: a minute). An agent observer (on_initial_tests)."""
+
+    def __init__(self, model: str, args: argparse.Namespace):
+        self.model, self.args = model, args
+
+    def on_initial_tests(self, tests) -> None:
+        if tests.ok or tests.not_run:
+            return
+        from deltaserve.harness import local_provider  # transformers, torch: seconds
+
+        try:
+            with loading_status(providers.local_name(self.model)):
+                local_provider.load(self.model, num_threads=self.args.threads, **kv_cache_kwargs(self.args),
+                                    **quant_kwargs(self.args))
+        except (DeltaserveError, ValueError, OSError) as exc:  # transformers' loaders raise ValueErrors too
+            raise HarnessError(f"cannot load {self.model}: {getattr(exc, 'message', exc)}") from exc
 
 
 def _exit(signum: int, frame) -> None:
@@ -157,11 +172,12 @@ def _fix(args: argparse.Namespace, model: str, workspace: Path):
                          localize=args.localize, dry_run=args.dry_run, sandbox=args.sandbox,
                          constrain_edits=args.constrain_edits, early_stop=args.early_stop,
                          allow_dirty=args.allow_dirty or args.copy)  # a copy is ours to edit
-    from deltaserve.harness.agent import Agent
+    from deltaserve.harness.agent import Agent  # litellm and the rest: seconds, after the checks
     from deltaserve.harness.console_view import ConsoleView
 
     view = ConsoleView(show_replies=args.show_replies)
-    report = Agent(workspace, args.task, config, observers=[view], trace=args.trace).run()
+    loader = ModelLoader(model, args)  # before the view: the load's status line, then step 0's verdict
+    report = Agent(workspace, args.task, config, observers=[loader, view], trace=args.trace).run()
     if args.diff_out is not None:
         args.diff_out.write_text(report.final_diff)
         print(f"final diff written to {args.diff_out}" if report.final_diff else

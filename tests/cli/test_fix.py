@@ -86,3 +86,22 @@ def test_the_run_header_names_the_sandbox_asked_for(project, test_cmd, capsys):
                  "--sandbox", "none", "--model", "openai/none", "--api-base", "http://127.0.0.1:9/v1",
                  "--max-steps", "1"])
     assert code == 1 and "sandbox=none" in capsys.readouterr().out
+
+
+def test_a_local_model_loads_only_once_the_tests_show_something_to_fix(project, test_cmd, tmp_path, capsys):
+    """The model loads after step 0: a test command that runs no test stops the run without loading it (a
+    mistyped --test-cmd is said in seconds, not after the load), and a broken model is a clear error
+    before the first prompt when there is something to fix."""
+    broken = tmp_path / "broken-model"
+    broken.mkdir()
+    (broken / "config.json").write_text('{"model_type": "llama"}')  # no weights: its load fails
+    common = ["fix", str(project), "--task", "fix add", "--allow-dirty", "--sandbox", "none",
+              "--model", str(broken), "--max-steps", "1"]
+    assert main([*common, "--test-cmd", "no_such_command_xyz"]) == 1
+    captured = capsys.readouterr()
+    assert "Stopped: the tests did not run: the test command was not found" in captured.out
+    assert "cannot load" not in captured.err
+    assert main([*common, "--test-cmd", test_cmd]) == 2
+    captured = capsys.readouterr()
+    assert "cannot load" in captured.err and "has no *.safetensors" in captured.err
+    assert "Stopped" not in captured.out
